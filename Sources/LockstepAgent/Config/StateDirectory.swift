@@ -1,0 +1,153 @@
+import Foundation
+import LockstepCore
+import LockstepWire
+
+/// The agent's persistent identity and settings, in its state directory:
+///
+///     STATE_DIR/peer-id          32 hex digits, created once
+///     STATE_DIR/name             the human name, hostname by default
+///     STATE_DIR/incarnation      the last incarnation used (each start takes a larger one)
+///     STATE_DIR/groups/NAME.json a group's key (mode 0600)
+///     STATE_DIR/group            the name of the active group
+public struct StateDirectory: Sendable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// `$LOCKSTEP_STATE_DIR`, else `/var/lib/lockstep` for root, else `$XDG_STATE_HOME/lockstep`
+    /// (by default `~/.local/state/lockstep`).
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment, uid: UInt32 = getuid()) -> String {
+        if let p = environment["LOCKSTEP_STATE_DIR"], !p.isEmpty { return p }
+        if uid == 0 { return "/var/lib/lockstep" }
+        if let x = environment["XDG_STATE_HOME"], !x.isEmpty { return x + "/lockstep" }
+        let home = environment["HOME"] ?? "/tmp"
+        return home + "/.local/state/lockstep"
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Creates the directory (mode 0700) if needed.
+    public func prepare() throws {
+        try createDirectory(path, mode: 0o700)
+        try createDirectory(path + "/groups", mode: 0o700)
+    }
+
+    /// The stable peer id, created on first use.
+    public func peerID() throws -> PeerID {
+        let file = path + "/peer-id"
+        if let text = try? read(file) {
+            guard let id = PeerID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw Failure(description: "\(file) does not hold a peer id (32 hex digits); remove it to create a new identity")
+            }
+            return id
+        }
+        let id = PeerID.random()
+        try write(file, id.hex + "\n", mode: 0o600)
+        return id
+    }
+
+    /// The human name: `override` if given (and then kept), else the stored one, else the hostname.
+    public func name(override: String?) throws -> String {
+        let file = path + "/name"
+        if let override, !override.isEmpty {
+            let clean = override.truncated(toUTF8: PeerMessage.maxNameBytes)
+            if (try? read(file))?.trimmingCharacters(in: .whitespacesAndNewlines) != clean {
+                try write(file, clean + "\n", mode: 0o644)
+            }
+            return clean
+        }
+        if let stored = try? read(file).trimmingCharacters(in: .whitespacesAndNewlines), !stored.isEmpty {
+            return stored
+        }
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "lockstep"
+        let name = host.isEmpty ? "lockstep" : host.truncated(toUTF8: PeerMessage.maxNameBytes)
+        try write(file, name + "\n", mode: 0o644)
+        return name
+    }
+
+    /// A new incarnation number, larger than every one used before from this directory: the
+    /// wall clock in microseconds, or the last one plus one if the wall clock went back.
+    public func nextIncarnation(wallClockMicros: UInt64 = UInt64(max(0, Date().timeIntervalSince1970 * 1e6))) throws -> UInt64 {
+        let file = path + "/incarnation"
+        let last = (try? read(file)).flatMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        let next = max(wallClockMicros, last + 1)
+        try write(file, String(next) + "\n", mode: 0o644)
+        return next
+    }
+
+    // MARK: Groups
+
+    /// The active group, creating a fresh one named `default` (with a random key) when none
+    /// exists: an agent never joins anyone by accident.
+    public func activeGroup(selecting name: String?) throws -> GroupIdentity {
+        let chosen = name ?? (try? read(path + "/group"))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "default"
+        guard StateDirectory.isValidGroupName(chosen) else {
+            throw Failure(description: "group name '\(chosen)' must be 1-32 letters, digits, '-' or '_'")
+        }
+        if let g = try loadGroup(chosen) {
+            try setActiveGroup(chosen)
+            return g
+        }
+        let g = GroupIdentity(name: chosen, key: .random())
+        try saveGroup(g)
+        try setActiveGroup(chosen)
+        return g
+    }
+
+    public func loadGroup(_ name: String) throws -> GroupIdentity? {
+        let file = path + "/groups/\(name).json"
+        guard FileManager.default.fileExists(atPath: file) else { return nil }
+        do {
+            return try JSONDecoder().decode(GroupIdentity.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
+        } catch {
+            throw Failure(description: "\(file) is not a valid group file: \(error)")
+        }
+    }
+
+    public func saveGroup(_ group: GroupIdentity) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try write(path + "/groups/\(group.name).json", String(decoding: try encoder.encode(group), as: UTF8.self) + "\n", mode: 0o600)
+    }
+
+    public func setActiveGroup(_ name: String) throws {
+        if (try? read(path + "/group"))?.trimmingCharacters(in: .whitespacesAndNewlines) != name {
+            try write(path + "/group", name + "\n", mode: 0o644)
+        }
+    }
+
+    public static func isValidGroupName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 32 && s.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_" }
+    }
+
+    // MARK: Files
+
+    private func read(_ file: String) throws -> String {
+        try String(contentsOfFile: file, encoding: .utf8)
+    }
+
+    /// Writes atomically (temporary file, then rename) with `mode`.
+    private func write(_ file: String, _ text: String, mode: mode_t) throws {
+        let tmp = file + ".tmp.\(getpid())"
+        guard FileManager.default.createFile(atPath: tmp, contents: Data(text.utf8), attributes: [.posixPermissions: Int(mode)]) else {
+            throw Failure(description: "cannot write \(file): \(String(cString: strerror(errno)))")
+        }
+        guard rename(tmp, file) == 0 else {
+            let e = errno
+            unlink(tmp)
+            throw Failure(description: "cannot write \(file): \(String(cString: strerror(e)))")
+        }
+    }
+
+    private func createDirectory(_ dir: String, mode: Int) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
+        } catch {
+            throw Failure(description: "cannot create state directory \(dir): \(error.localizedDescription)")
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import LockstepCore
+import LockstepWire
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// Runs an agent until it is told to stop: prepares the state directory, takes the socket,
+/// serves players and peers, and on shutdown (SIGINT/SIGTERM or cancellation) removes its socket.
+public struct AgentService: Service, CustomStringConvertible {
+    public let configuration: AgentConfiguration
+    let logger: Logger
+    let onReady: @Sendable (Agent) -> Void
+
+    public init(configuration: AgentConfiguration, logger: Logger, onReady: @escaping @Sendable (Agent) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onReady = onReady
+    }
+
+    /// Loads (or creates) the agent's identity from its state directory.
+    public var description: String { "AgentService(\(configuration.socketPath))" }
+
+    public static func loadIdentity(_ configuration: AgentConfiguration) throws -> Agent.Identity {
+        let dir = StateDirectory(path: configuration.stateDirectory)
+        try dir.prepare()
+        let peerID = try dir.peerID()
+        let name = try dir.name(override: configuration.name)
+        if let code = configuration.joinCode {
+            let groupName = configuration.group ?? "default"
+            do {
+                var joined = try JoinCode.parse(code, name: groupName)
+                if let existing = try dir.loadGroup(groupName), existing.id == joined.id {
+                    // Same group: keep what rotations taught us if it is newer than the code.
+                    if existing.epoch >= joined.epoch { joined = existing }
+                }
+                try dir.saveGroup(joined)
+            } catch let e as JoinCode.ParseError {
+                throw StateDirectory.Failure(description: "--join-code: \(e)")
+            }
+        }
+        let group = try dir.activeGroup(selecting: configuration.group)
+        let incarnation = try dir.nextIncarnation()
+        return Agent.Identity(peerID: peerID, name: name, incarnation: incarnation, group: group)
+    }
+
+    public func run() async throws {
+        let lock = try SocketLock.acquire(socketPath: configuration.socketPath)
+        defer { lock.release() }
+        let identity = try Self.loadIdentity(configuration)
+        let group = MultiThreadedEventLoopGroup.singleton
+        var log = logger
+        log[metadataKey: "peer.id"] = "\(identity.peerID.short)"
+        let agent = Agent(configuration: configuration, identity: identity, loop: group.next(), logger: log)
+        log.info("lockstepd starting", metadata: [
+            "agent.name": "\(identity.name)", "agent.version": "\(LockstepVersion.current)",
+            "agent.incarnation": "\(identity.incarnation)", "group.name": "\(identity.group.name)",
+            "group.tag": "\(identity.group.tag)",
+        ])
+        let server = PlayerServer(
+            configuration: .init(socketPath: configuration.socketPath, socketMode: mode_t(configuration.socketMode), socketGroup: configuration.socketGroup.map { gid_t($0) }),
+            handler: agent, group: group, logger: log)
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingDiscardingTaskGroup { tasks in
+                    tasks.addTask {
+                        try await server.run(onListening: { onReady(agent) })
+                    }
+                }
+            }
+        } catch is CancellationError {
+            // A graceful shutdown cancels the tasks above: that is how a stop looks, not a failure.
+        }
+        log.info("lockstepd stopped")
+    }
+}

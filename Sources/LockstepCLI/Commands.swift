@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import LockstepClient
+import LockstepWire
+
+/// `lockstep`: the debug CLI. Every subcommand talks to the local agent over its socket.
+public struct LockstepCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "lockstep",
+        abstract: "Inspect and drive the local Lockstep agent.",
+        version: LockstepVersion.current,
+        subcommands: [Status.self])
+
+    public init() {}
+}
+
+/// Options every subcommand takes.
+public struct CommonOptions: ParsableArguments {
+    @Option(help: "The agent's socket. Default: $LOCKSTEP_SOCKET, else $XDG_RUNTIME_DIR/lockstep/agent.sock (/run/lockstep/agent.sock as root).")
+    public var socket: String?
+
+    @Flag(help: "Print JSON instead of a table.")
+    public var json = false
+
+    public init() {}
+
+    public var socketPath: String { socket ?? PlayerProtocol.defaultSocketPath() }
+
+    /// Connects, runs `body`, and turns every failure into one line on stderr and exit code 1.
+    public func withAgent<T: Sendable>(_ body: (LockstepClient) async throws -> T) async throws -> T {
+        do {
+            return try await LockstepClient.withConnection(socketPath: socketPath, body)
+        } catch let failure as LockstepClient.Failure {
+            printError(failure.description)
+            throw ExitCode(1)
+        }
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("lockstep: \(message)\n".utf8))
+}
+
+/// Pretty, sorted JSON for `--json` output.
+func jsonText(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Who the agent is: peer id, name, group, socket, version, uptime.")
+
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let status: AgentStatus = try await options.withAgent { try await $0.request("status") }
+        print(options.json ? try jsonText(status) : Self.render(status))
+    }
+
+    static func render(_ s: AgentStatus) -> String {
+        Fields([
+            ("name", s.name),
+            ("peer id", s.peerID),
+            ("group", "\(s.group.name) (tag \(s.group.tag), key epoch \(s.group.epoch))"),
+            ("version", "\(s.version) (peer protocol \(s.peerProtocol), player protocol \(s.playerProtocol))"),
+            ("socket", s.socket),
+            ("state dir", s.stateDir),
+            ("udp port", s.udpPort == 0 ? "-" : String(s.udpPort)),
+            ("pid", String(s.pid)),
+            ("incarnation", String(s.incarnation)),
+            ("uptime", Human.duration(ns: s.uptimeNs)),
+            ("peers", "\(s.peersReachable) reachable of \(s.peersKnown) known"),
+            ("players", String(s.players)),
+            ("mdns", s.mdns),
+        ]).render()
+    }
+}

@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A source of the current time, in nanoseconds on a monotonic scale.
+///
+/// Everything in `LockstepCore` takes the time as an argument; the shell reads it from a
+/// `HostClock`. Production uses ``MonotonicClock``; tests use ``ManualClock`` and move time
+/// by hand, so nothing sleeps.
+public protocol HostClock: Sendable {
+    /// Nanoseconds on this clock's monotonic scale. Never steps backwards.
+    func now() -> Int64
+}
+
+/// The machine's `CLOCK_MONOTONIC`, in nanoseconds: the "host time" of the player protocol.
+///
+/// All network namespaces on one machine share this clock, which is what lets the lab compare
+/// start instants across hosts directly.
+public struct MonotonicClock: HostClock {
+    public init() {}
+
+    @inline(__always)
+    public func now() -> Int64 {
+        MonotonicClock.read()
+    }
+
+    /// Reads `CLOCK_MONOTONIC` without an instance, for hot paths.
+    @inline(__always)
+    public static func read() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
+    }
+}
+
+/// A clock that only moves when a test tells it to.
+public final class ManualClock: HostClock {
+    private let value: Mutex<Int64>
+
+    public init(_ start: Int64 = 1_000_000_000) {
+        self.value = Mutex(start)
+    }
+
+    public func now() -> Int64 {
+        value.withLock { $0 }
+    }
+
+    /// Moves the clock forward by `nanoseconds` (negative values are refused: it is monotonic).
+    public func advance(by nanoseconds: Int64) {
+        precondition(nanoseconds >= 0, "a monotonic clock does not go backwards")
+        value.withLock { $0 += nanoseconds }
+    }
+
+    /// Sets the clock to `time`, which must not be earlier than now.
+    public func set(_ time: Int64) {
+        value.withLock {
+            precondition(time >= $0, "a monotonic clock does not go backwards")
+            $0 = time
+        }
+    }
+}
+
+/// Time units as `Int64` nanoseconds, so that `3 * .second` reads as what it is.
+public enum Nanos {
+    public static let microsecond: Int64 = 1_000
+    public static let millisecond: Int64 = 1_000_000
+    public static let second: Int64 = 1_000_000_000
+
+    /// Nanoseconds from seconds, rounded to the nearest nanosecond.
+    @inline(__always)
+    public static func from(seconds: Double) -> Int64 {
+        Int64((seconds * 1e9).rounded())
+    }
+
+    /// Seconds from nanoseconds.
+    @inline(__always)
+    public static func seconds(_ ns: Int64) -> Double {
+        Double(ns) / 1e9
+    }
+}

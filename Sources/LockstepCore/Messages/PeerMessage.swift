@@ -1,0 +1,106 @@
+/// Every message peers exchange, inside a sealed envelope. Byte layouts are in
+/// `Protocol/peer-protocol.md` (encoded by `LockstepWire`); `Protocol/vectors/peer-messages.json`
+/// pins them byte for byte.
+public enum PeerMessage: Equatable, Sendable {
+    /// t1: the requester's clock when it sent this.
+    case clockRequest(exchange: UInt32, t1: Int64)
+    /// t1 echoed; t2 when the request arrived, t3 when this reply left, on the replier's clock.
+    case clockReply(exchange: UInt32, t1: Int64, t2: Int64, t3: Int64)
+    /// Introduces the sender (its human name); `wantsReply` asks for a hello back.
+    case hello(name: String, wantsReply: Bool)
+    /// The sender is shutting down.
+    case goodbye
+    /// A timeline record; `relay` re-expresses its anchor on the sender's clock when the sender
+    /// is not the record's origin. `wantsAck` asks for an ``ack(stamp:)``.
+    case itemRecord(ItemRecord, relay: RelayAnchor?, wantsAck: Bool)
+    /// The group's current item.
+    case currentRecord(CurrentRecord, wantsAck: Bool)
+    /// The record with this stamp arrived.
+    case ack(stamp: Stamp)
+    /// Anti-entropy: what the sender holds. `wantsReply` asks the receiver for its digest back.
+    case digest(GroupDigest, participants: [ParticipantDigest], wantsReply: Bool)
+    /// A peer's players.
+    case participant(ParticipantRecord)
+    /// The sender's clock estimates of its peers, for the mesh's closure checks.
+    case clockReport(ClockReport)
+    /// A new group key (rotation), sent under the current key.
+    case keyUpdate(epoch: UInt32, key: [UInt8])
+    /// The key of this epoch is installed.
+    case keyAck(epoch: UInt32)
+
+    /// The one-byte message type on the wire.
+    public var typeCode: UInt8 {
+        switch self {
+        case .clockRequest: 0x01
+        case .clockReply: 0x02
+        case .hello: 0x03
+        case .goodbye: 0x04
+        case .itemRecord: 0x10
+        case .currentRecord: 0x11
+        case .ack: 0x12
+        case .digest: 0x13
+        case .participant: 0x14
+        case .clockReport: 0x20
+        case .keyUpdate: 0x30
+        case .keyAck: 0x31
+        }
+    }
+
+    public static let maxNameBytes = 64
+    public static let maxDigestItems = GroupState.maxItems
+    public static let maxParticipantDigests = 64
+    public static let maxReportEntries = 24
+}
+
+/// A record's anchor on the relaying sender's clock, for receivers with no estimate of the origin's clock.
+public struct RelayAnchor: Equatable, Hashable, Sendable {
+    public var anchorTime: Int64
+    /// The relay's error bound on that conversion (ns).
+    public var errorBoundNs: Int64
+
+    public init(anchorTime: Int64, errorBoundNs: Int64) {
+        self.anchorTime = anchorTime
+        self.errorBoundNs = errorBoundNs
+    }
+}
+
+/// One entry of a participant digest: whose record, and which version of it.
+public struct ParticipantDigest: Equatable, Hashable, Sendable {
+    public var peer: PeerID
+    public var incarnation: UInt64
+    public var version: UInt64
+
+    public init(peer: PeerID, incarnation: UInt64, version: UInt64) {
+        self.peer = peer
+        self.incarnation = incarnation
+        self.version = version
+    }
+}
+
+/// A peer's estimates of its peers' clocks, on its own clock.
+public struct ClockReport: Equatable, Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var peer: PeerID
+        /// Target clock minus reporter clock at `referenceTime` (ns).
+        public var offsetNs: Double
+        public var skewPPM: Double
+        public var errorBoundNs: Int64
+        /// Reporter's clock.
+        public var referenceTime: Int64
+
+        public init(peer: PeerID, offsetNs: Double, skewPPM: Double, errorBoundNs: Int64, referenceTime: Int64) {
+            self.peer = peer
+            self.offsetNs = offsetNs
+            self.skewPPM = skewPPM
+            self.errorBoundNs = errorBoundNs
+            self.referenceTime = referenceTime
+        }
+    }
+
+    public var entries: [Entry]
+
+    public init(entries: [Entry]) {
+        self.entries = entries
+    }
+}
+

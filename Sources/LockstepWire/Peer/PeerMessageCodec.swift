@@ -1,0 +1,280 @@
+import LockstepCore
+
+// MARK: - Encoding
+
+extension PeerMessage {
+    /// The message's bytes (the plaintext of an envelope).
+    public func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(typeCode)
+        switch self {
+        case .clockRequest(let exchange, let t1):
+            w.u32(exchange)
+            w.i64(t1)
+        case .clockReply(let exchange, let t1, let t2, let t3):
+            w.u32(exchange)
+            w.i64(t1)
+            w.i64(t2)
+            w.i64(t3)
+        case .hello(let name, let wantsReply):
+            w.u8(wantsReply ? 1 : 0)
+            w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
+        case .goodbye:
+            break
+        case .itemRecord(let r, let relay, let wantsAck):
+            w.u8((wantsAck ? 1 : 0) | (relay != nil ? 2 : 0))
+            Self.write(r, into: &w)
+            if let relay {
+                w.i64(relay.anchorTime)
+                w.i64(relay.errorBoundNs)
+            }
+        case .currentRecord(let r, let wantsAck):
+            w.u8((wantsAck ? 1 : 0) | (r.item != nil ? 2 : 0))
+            if let item = r.item { w.string(item.value) }
+            Self.write(r.metadata, into: &w)
+            Self.write(r.stamp, into: &w)
+            Self.write(r.version, into: &w)
+        case .ack(let stamp):
+            Self.write(stamp, into: &w)
+        case .digest(let d, let participants, let wantsReply):
+            w.u8((wantsReply ? 1 : 0) | (d.current != nil ? 2 : 0))
+            if let c = d.current { Self.write(c, into: &w) }
+            let items = d.items.prefix(PeerMessage.maxDigestItems)
+            w.u8(UInt8(items.count))
+            for e in items {
+                w.u64(e.itemHash)
+                Self.write(e.stamp, into: &w)
+            }
+            let ps = participants.prefix(PeerMessage.maxParticipantDigests)
+            w.u8(UInt8(ps.count))
+            for p in ps {
+                w.raw(p.peer.bytes)
+                w.u64(p.incarnation)
+                w.u64(p.version)
+            }
+        case .participant(let p):
+            w.raw(p.peer.bytes)
+            w.u64(p.incarnation)
+            w.u64(p.version)
+            w.u8(UInt8(p.players.count))
+            for s in p.players { Self.write(s, into: &w) }
+        case .clockReport(let report):
+            let entries = report.entries.prefix(PeerMessage.maxReportEntries)
+            w.u8(UInt8(entries.count))
+            for e in entries {
+                w.raw(e.peer.bytes)
+                w.f64(e.offsetNs)
+                w.f64(e.skewPPM)
+                w.i64(e.errorBoundNs)
+                w.i64(e.referenceTime)
+            }
+        case .keyUpdate(let epoch, let key):
+            w.u32(epoch)
+            w.raw(key)
+        case .keyAck(let epoch):
+            w.u32(epoch)
+        }
+        return w.bytes
+    }
+
+    static func write(_ s: Stamp, into w: inout ByteWriter) {
+        w.u64(s.lamport)
+        w.raw(s.origin.bytes)
+        w.u64(s.incarnation)
+    }
+
+    static func write(_ v: VersionVector, into w: inout ByteWriter) {
+        w.u8(UInt8(v.entries.count))
+        for e in v.entries {
+            w.raw(e.peer.bytes)
+            w.u64(e.counter)
+        }
+    }
+
+    static func write(_ m: ItemMetadata, into w: inout ByteWriter) {
+        let flags: UInt8 = (m.title != nil ? 1 : 0) | (m.artworkURL != nil ? 2 : 0) | (m.durationNs != nil ? 4 : 0)
+        w.u8(flags)
+        if let t = m.title { w.string(t) }
+        if let a = m.artworkURL { w.string(a) }
+        if let d = m.durationNs { w.i64(d) }
+    }
+
+    static func write(_ r: ItemRecord, into w: inout ByteWriter) {
+        w.string(r.item.value)
+        write(r.metadata, into: &w)
+        w.u8(r.timeline.phase.rawValue)
+        w.i64(r.timeline.anchorTime)
+        w.i64(r.timeline.position)
+        w.f64(r.timeline.rate)
+        w.u8(r.action.rawValue)
+        w.string(r.reason ?? "")
+        write(r.stamp, into: &w)
+        write(r.version, into: &w)
+    }
+
+    static func write(_ s: PlayerStatus, into w: inout ByteWriter) {
+        w.u32(s.playerID)
+        w.string(s.name)
+        w.u8((s.itemHash != nil ? 1 : 0) | (s.solo ? 2 : 0))
+        if let h = s.itemHash { w.u64(h) }
+        w.u8(s.readiness.rawValue)
+        w.u8(UInt8(s.suspensions.count))
+        for r in s.suspensions { w.string(r) }
+        w.i64(s.outputLatencyNs)
+        w.i64(s.startLatencyNs)
+    }
+}
+
+// MARK: - Decoding
+
+extension PeerMessage {
+    /// Decodes a message, refusing anything malformed, oversized or with trailing bytes.
+    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> PeerMessage {
+        var r = ByteReader(bytes)
+        let type = try r.u8("type")
+        let message: PeerMessage
+        switch type {
+        case 0x01:
+            message = .clockRequest(exchange: try r.u32("exchange"), t1: try r.i64("t1"))
+        case 0x02:
+            message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2"), t3: try r.i64("t3"))
+        case 0x03:
+            let flags = try r.u8("flags")
+            message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
+        case 0x04:
+            message = .goodbye
+        case 0x10:
+            let flags = try r.u8("flags")
+            let record = try readItemRecord(&r)
+            var relay: RelayAnchor?
+            if flags & 2 != 0 {
+                relay = RelayAnchor(anchorTime: try r.i64("relay.anchor_time"), errorBoundNs: try nonNegative(r.i64("relay.error_bound"), "relay.error_bound"))
+            }
+            message = .itemRecord(record, relay: relay, wantsAck: flags & 1 != 0)
+        case 0x11:
+            let flags = try r.u8("flags")
+            var item: ItemID?
+            if flags & 2 != 0 { item = try readItem(&r) }
+            let metadata = try readMetadata(&r)
+            let stamp = try readStamp(&r)
+            let version = try readVersion(&r)
+            message = .currentRecord(CurrentRecord(item: item, metadata: metadata, stamp: stamp, version: version), wantsAck: flags & 1 != 0)
+        case 0x12:
+            message = .ack(stamp: try readStamp(&r))
+        case 0x13:
+            let flags = try r.u8("flags")
+            let current = flags & 2 != 0 ? try readStamp(&r) : nil
+            let n = Int(try r.u8("items.count"))
+            guard n <= maxDigestItems else { throw .tooLong(field: "items", limit: maxDigestItems) }
+            var items: [GroupDigest.Entry] = []
+            for _ in 0..<n { items.append(.init(itemHash: try r.u64("item_hash"), stamp: try readStamp(&r))) }
+            let m = Int(try r.u8("participants.count"))
+            guard m <= maxParticipantDigests else { throw .tooLong(field: "participants", limit: maxParticipantDigests) }
+            var ps: [ParticipantDigest] = []
+            for _ in 0..<m {
+                ps.append(ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation"), version: try r.u64("participant.version")))
+            }
+            message = .digest(GroupDigest(current: current, items: items), participants: ps, wantsReply: flags & 1 != 0)
+        case 0x14:
+            let peer = try readPeer(&r, "peer")
+            let incarnation = try r.u64("incarnation")
+            let version = try r.u64("version")
+            let n = Int(try r.u8("players.count"))
+            guard n <= ParticipantRecord.maxPlayers else { throw .tooLong(field: "players", limit: ParticipantRecord.maxPlayers) }
+            var players: [PlayerStatus] = []
+            for _ in 0..<n { players.append(try readPlayer(&r)) }
+            message = .participant(ParticipantRecord(peer: peer, incarnation: incarnation, version: version, players: players))
+        case 0x20:
+            let n = Int(try r.u8("entries.count"))
+            guard n <= maxReportEntries else { throw .tooLong(field: "entries", limit: maxReportEntries) }
+            var entries: [ClockReport.Entry] = []
+            for _ in 0..<n {
+                entries.append(ClockReport.Entry(peer: try readPeer(&r, "entry.peer"), offsetNs: try r.f64("entry.offset"), skewPPM: try r.f64("entry.skew"), errorBoundNs: try nonNegative(r.i64("entry.error_bound"), "entry.error_bound"), referenceTime: try r.i64("entry.reference_time")))
+            }
+            message = .clockReport(ClockReport(entries: entries))
+        case 0x30:
+            message = .keyUpdate(epoch: try r.u32("epoch"), key: Array(try r.raw(32, "key")))
+        case 0x31:
+            message = .keyAck(epoch: try r.u32("epoch"))
+        default:
+            throw .unknownType(type)
+        }
+        try r.expectEnd()
+        return message
+    }
+
+    static func nonNegative(_ v: Int64, _ field: String) throws(DecodeError) -> Int64 {
+        guard v >= 0 else { throw .invalid(field: field) }
+        return v
+    }
+
+    static func readPeer(_ r: inout ByteReader, _ field: String) throws(DecodeError) -> PeerID {
+        PeerID(bytes: try r.raw(16, field))!
+    }
+
+    static func readStamp(_ r: inout ByteReader) throws(DecodeError) -> Stamp {
+        Stamp(lamport: try r.u64("stamp.lamport"), origin: try readPeer(&r, "stamp.origin"), incarnation: try r.u64("stamp.incarnation"))
+    }
+
+    static func readVersion(_ r: inout ByteReader) throws(DecodeError) -> VersionVector {
+        let n = Int(try r.u8("version.count"))
+        guard n <= VersionVector.maxEntries else { throw .tooLong(field: "version", limit: VersionVector.maxEntries) }
+        var entries: [VersionVector.Entry] = []
+        var previous: PeerID?
+        for _ in 0..<n {
+            let peer = try readPeer(&r, "version.peer")
+            let counter = try r.u64("version.counter")
+            // Canonical form only: sorted, unique, non-zero. Anything else would not round-trip.
+            guard counter > 0, previous.map({ $0 < peer }) ?? true else { throw .invalid(field: "version") }
+            previous = peer
+            entries.append(.init(peer: peer, counter: counter))
+        }
+        return VersionVector(entries)
+    }
+
+    static func readItem(_ r: inout ByteReader) throws(DecodeError) -> ItemID {
+        let s = try r.string("item", limit: ItemID.maxBytes)
+        guard let item = ItemID(s) else { throw .invalid(field: "item") }
+        return item
+    }
+
+    static func readMetadata(_ r: inout ByteReader) throws(DecodeError) -> ItemMetadata {
+        let flags = try r.u8("metadata.flags")
+        guard flags & ~7 == 0 else { throw .invalid(field: "metadata.flags") }
+        let title = flags & 1 != 0 ? try r.string("metadata.title", limit: ItemMetadata.maxTitleBytes) : nil
+        let artwork = flags & 2 != 0 ? try r.string("metadata.artwork", limit: ItemMetadata.maxArtworkBytes) : nil
+        let duration = flags & 4 != 0 ? try nonNegative(r.i64("metadata.duration"), "metadata.duration") : nil
+        return ItemMetadata(title: title, artworkURL: artwork, durationNs: duration)
+    }
+
+    static func readItemRecord(_ r: inout ByteReader) throws(DecodeError) -> ItemRecord {
+        let item = try readItem(&r)
+        let metadata = try readMetadata(&r)
+        guard let phase = Timeline.Phase(rawValue: try r.u8("timeline.phase")) else { throw .invalid(field: "timeline.phase") }
+        let anchor = try r.i64("timeline.anchor_time")
+        let position = try nonNegative(r.i64("timeline.position"), "timeline.position")
+        let rate = try r.f64("timeline.rate")
+        guard Timeline.rateRange.contains(rate) else { throw .invalid(field: "timeline.rate") }
+        guard let action = Action(rawValue: try r.u8("action")) else { throw .invalid(field: "action") }
+        let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
+        let stamp = try readStamp(&r)
+        let version = try readVersion(&r)
+        return ItemRecord(item: item, metadata: metadata, timeline: Timeline(phase: phase, anchorTime: anchor, position: position, rate: rate), action: action, reason: reason.isEmpty ? nil : reason, stamp: stamp, version: version)
+    }
+
+    static func readPlayer(_ r: inout ByteReader) throws(DecodeError) -> PlayerStatus {
+        let id = try r.u32("player.id")
+        let name = try r.string("player.name", limit: PlayerStatus.maxNameBytes)
+        let flags = try r.u8("player.flags")
+        guard flags & ~3 == 0 else { throw .invalid(field: "player.flags") }
+        let hash = flags & 1 != 0 ? try r.u64("player.item_hash") : nil
+        guard let readiness = PlayerStatus.Readiness(rawValue: try r.u8("player.readiness")) else { throw .invalid(field: "player.readiness") }
+        let n = Int(try r.u8("player.suspensions.count"))
+        guard n <= PlayerStatus.maxSuspensions else { throw .tooLong(field: "player.suspensions", limit: PlayerStatus.maxSuspensions) }
+        var reasons: [String] = []
+        for _ in 0..<n { reasons.append(try r.string("player.suspension", limit: PlayerStatus.maxReasonBytes)) }
+        let output = try nonNegative(r.i64("player.output_latency"), "player.output_latency")
+        let start = try nonNegative(r.i64("player.start_latency"), "player.start_latency")
+        return PlayerStatus(playerID: id, name: name, itemHash: hash, solo: flags & 2 != 0, readiness: readiness, suspensions: reasons, outputLatencyNs: output, startLatencyNs: start)
+    }
+}

@@ -1,0 +1,160 @@
+/// `hello`: the first request of a client. Names the client, its role, and (for players) what it
+/// can do and how late its output is.
+public struct HelloRequest: Codable, Sendable, Equatable {
+    public enum Role: String, Codable, Sendable { case player, monitor }
+
+    /// The protocol version the client speaks.
+    public var `protocol`: Int
+    public var role: Role?
+    public var name: String?
+    public var capabilities: PlayerCapabilities?
+    /// Delay from the player's clock to light and sound (HDMI, Bluetooth, a DAC), in ns. The agent
+    /// moves every anchor it gives this player earlier by this much.
+    public var outputLatencyNs: Int64?
+    /// How long the player needs between being told to start and starting, in ns. The agent
+    /// gives anchors at least this far in the future.
+    public var startLatencyNs: Int64?
+
+    public init(protocol: Int = PlayerProtocol.version, role: Role? = nil, name: String? = nil, capabilities: PlayerCapabilities? = nil, outputLatencyNs: Int64? = nil, startLatencyNs: Int64? = nil) {
+        self.protocol = `protocol`
+        self.role = role
+        self.name = name
+        self.capabilities = capabilities
+        self.outputLatencyNs = outputLatencyNs
+        self.startLatencyNs = startLatencyNs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case `protocol`, role, name, capabilities
+        case outputLatencyNs = "output_latency_ns"
+        case startLatencyNs = "start_latency_ns"
+    }
+}
+
+/// What a player can do. The sync policy uses only what the player has.
+public struct PlayerCapabilities: Codable, Sendable, Equatable {
+    /// Can change its playback rate smoothly (small corrections by rate nudges).
+    public var rate: Bool
+    /// Can seek to an exact position (not only to key frames).
+    public var exactSeek: Bool
+    /// Can start at a given host time by itself (otherwise the agent's instants are best effort).
+    public var startAtHostTime: Bool
+
+    public init(rate: Bool = false, exactSeek: Bool = false, startAtHostTime: Bool = false) {
+        self.rate = rate
+        self.exactSeek = exactSeek
+        self.startAtHostTime = startAtHostTime
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case rate
+        case exactSeek = "exact_seek"
+        case startAtHostTime = "start_at_host_time"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        rate = try c.decodeIfPresent(Bool.self, forKey: .rate) ?? false
+        exactSeek = try c.decodeIfPresent(Bool.self, forKey: .exactSeek) ?? false
+        startAtHostTime = try c.decodeIfPresent(Bool.self, forKey: .startAtHostTime) ?? false
+    }
+}
+
+/// The reply to `hello`.
+public struct HelloResult: Codable, Sendable, Equatable {
+    public var `protocol`: Int
+    /// This client's id on this agent (players only).
+    public var playerID: UInt32?
+    public var agent: AgentStatus
+    /// The clock every `host_time_ns` on this socket is on.
+    public var hostClock: String
+
+    public init(protocol: Int, playerID: UInt32?, agent: AgentStatus, hostClock: String = "CLOCK_MONOTONIC") {
+        self.protocol = `protocol`
+        self.playerID = playerID
+        self.agent = agent
+        self.hostClock = hostClock
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case `protocol`
+        case playerID = "player_id"
+        case agent
+        case hostClock = "host_clock"
+    }
+}
+
+/// `status`: who this agent is.
+public struct AgentStatus: Codable, Sendable, Equatable {
+    public var peerID: String
+    public var name: String
+    public var version: String
+    public var playerProtocol: Int
+    public var peerProtocol: Int
+    public var socket: String
+    public var stateDir: String
+    public var pid: Int32
+    public var udpPort: UInt16
+    public var incarnation: UInt64
+    public var uptimeNs: Int64
+    public var hostTimeNs: Int64
+    public var group: GroupInfo
+    public var peersReachable: Int
+    public var peersKnown: Int
+    public var players: Int
+    public var mdns: String
+
+    public init(peerID: String, name: String, version: String, playerProtocol: Int, peerProtocol: Int, socket: String, stateDir: String, pid: Int32, udpPort: UInt16, incarnation: UInt64, uptimeNs: Int64, hostTimeNs: Int64, group: GroupInfo, peersReachable: Int, peersKnown: Int, players: Int, mdns: String) {
+        self.peerID = peerID
+        self.name = name
+        self.version = version
+        self.playerProtocol = playerProtocol
+        self.peerProtocol = peerProtocol
+        self.socket = socket
+        self.stateDir = stateDir
+        self.pid = pid
+        self.udpPort = udpPort
+        self.incarnation = incarnation
+        self.uptimeNs = uptimeNs
+        self.hostTimeNs = hostTimeNs
+        self.group = group
+        self.peersReachable = peersReachable
+        self.peersKnown = peersKnown
+        self.players = players
+        self.mdns = mdns
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case peerID = "peer_id"
+        case name, version
+        case playerProtocol = "player_protocol"
+        case peerProtocol = "peer_protocol"
+        case socket
+        case stateDir = "state_dir"
+        case pid
+        case udpPort = "udp_port"
+        case incarnation
+        case uptimeNs = "uptime_ns"
+        case hostTimeNs = "host_time_ns"
+        case group
+        case peersReachable = "peers_reachable"
+        case peersKnown = "peers_known"
+        case players, mdns
+    }
+}
+
+/// The group this agent belongs to, without its key.
+public struct GroupInfo: Codable, Sendable, Equatable {
+    /// The local name of the group (a label; the key is what defines the group).
+    public var name: String
+    /// The public tag published over DNS-SD (derived from the key; reveals nothing about it).
+    public var tag: String
+    /// The key's epoch (raised by each rotation).
+    public var epoch: UInt32
+
+    public init(name: String, tag: String, epoch: UInt32) {
+        self.name = name
+        self.tag = tag
+        self.epoch = epoch
+    }
+}

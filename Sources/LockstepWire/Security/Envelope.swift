@@ -1,0 +1,267 @@
+import Crypto
+import Foundation
+import LockstepCore
+import Synchronization
+
+/// The outside of every peer datagram: who sent it, and the sealed message.
+///
+///      0      2   3   4                      20               28             36
+///     +------+---+---+----------------------+----------------+--------------+---------------+---------+
+///     | "LK" | v | e | sender peer id (16)  | incarnation(8) | sequence (8) | ciphertext... | tag(16) |
+///     +------+---+---+----------------------+----------------+--------------+---------------+---------+
+///      v = wire version (1); e = low byte of the key epoch. The 36-byte header is authenticated.
+///
+/// ChaCha20-Poly1305 with a key per sender incarnation, HKDF-SHA256(group key, sender ‖ incarnation
+/// ‖ epoch), and the sequence number as nonce: every (key, nonce) pair is used once, since an
+/// incarnation is new at each start and its sequence only grows. See `Protocol/peer-protocol.md`.
+public enum Envelope {
+    public static let magic: [UInt8] = [0x4C, 0x4B]  // "LK"
+    public static let version: UInt8 = 1
+    public static let headerBytes = 36
+    public static let tagBytes = 16
+    /// The largest datagram an agent sends or accepts (fits a 1500-byte Ethernet MTU over IPv6).
+    public static let maxDatagramBytes = 1452
+    public static var maxPlaintextBytes: Int { maxDatagramBytes - headerBytes - tagBytes }
+
+    /// The header fields, readable without the key.
+    public struct Header: Equatable, Sendable {
+        public var version: UInt8
+        public var epochByte: UInt8
+        public var sender: PeerID
+        public var incarnation: UInt64
+        public var sequence: UInt64
+    }
+
+    /// Why a datagram was dropped before reaching the agent. Each is counted.
+    public enum Rejection: Error, Equatable, Sendable, CustomStringConvertible {
+        case notLockstep
+        case unknownVersion(UInt8)
+        case tooShort
+        case tooLong
+        case unknownKeyEpoch
+        case authenticationFailed
+        case replayed
+        case staleIncarnation
+        case fromSelf
+
+        public var description: String {
+            switch self {
+            case .notLockstep: "not a Lockstep datagram"
+            case .unknownVersion(let v): "unknown wire version \(v)"
+            case .tooShort: "shorter than a header and tag"
+            case .tooLong: "longer than \(Envelope.maxDatagramBytes) bytes"
+            case .unknownKeyEpoch: "sealed with a key epoch this agent does not hold"
+            case .authenticationFailed: "authentication failed (another group's key, or tampered)"
+            case .replayed: "replayed or duplicated sequence number"
+            case .staleIncarnation: "from an older incarnation of its sender"
+            case .fromSelf: "from this agent itself"
+            }
+        }
+
+        /// A stable short name for counters.
+        public var counterName: String {
+            switch self {
+            case .notLockstep: "not_lockstep"
+            case .unknownVersion: "unknown_version"
+            case .tooShort: "too_short"
+            case .tooLong: "too_long"
+            case .unknownKeyEpoch: "unknown_key_epoch"
+            case .authenticationFailed: "auth_failed"
+            case .replayed: "replayed"
+            case .staleIncarnation: "stale_incarnation"
+            case .fromSelf: "from_self"
+            }
+        }
+    }
+
+    /// Parses the header only (no key needed).
+    public static func header(of datagram: [UInt8]) throws(Rejection) -> Header {
+        guard datagram.count >= 2, datagram[0] == magic[0], datagram[1] == magic[1] else { throw .notLockstep }
+        guard datagram.count >= 3 else { throw .tooShort }
+        guard datagram[2] == version else { throw .unknownVersion(datagram[2]) }
+        guard datagram.count >= headerBytes + tagBytes else { throw .tooShort }
+        guard datagram.count <= maxDatagramBytes else { throw .tooLong }
+        var r = ByteReader(datagram, offset: 3)
+        do {
+            let epoch = try r.u8("epoch")
+            let sender = PeerID(bytes: try r.raw(16, "sender"))!
+            let incarnation = try r.u64("incarnation")
+            let sequence = try r.u64("sequence")
+            return Header(version: version, epochByte: epoch, sender: sender, incarnation: incarnation, sequence: sequence)
+        } catch {
+            throw .tooShort
+        }
+    }
+
+    static func writeHeader(_ h: Header, into w: inout ByteWriter) {
+        w.raw(magic)
+        w.u8(h.version)
+        w.u8(h.epochByte)
+        w.raw(h.sender.bytes)
+        w.u64(h.incarnation)
+        w.u64(h.sequence)
+    }
+
+    static func nonce(_ sequence: UInt64) -> ChaChaPoly.Nonce {
+        var n = [UInt8](repeating: 0, count: 12)
+        for i in 0..<8 { n[4 + i] = UInt8(truncatingIfNeeded: sequence >> UInt64(56 - 8 * i)) }
+        return try! ChaChaPoly.Nonce(data: n)
+    }
+}
+
+/// Seals this agent's outgoing datagrams. Thread-safe: the sequence number is atomic.
+public final class EnvelopeSealer: Sendable {
+    public let sender: PeerID
+    public let incarnation: UInt64
+    private let sequence = Atomic<UInt64>(0)
+    private let keys: Mutex<(epoch: UInt8, key: SymmetricKey)>
+
+    public init(sender: PeerID, incarnation: UInt64, key: GroupKey) {
+        self.sender = sender
+        self.incarnation = incarnation
+        self.keys = Mutex((UInt8(truncatingIfNeeded: key.epoch), key.datagramKey(sender: sender, incarnation: incarnation)))
+    }
+
+    /// Switches to a new group key (rotation); the sequence continues.
+    public func use(_ key: GroupKey) {
+        let derived = key.datagramKey(sender: sender, incarnation: incarnation)
+        keys.withLock { $0 = (UInt8(truncatingIfNeeded: key.epoch), derived) }
+    }
+
+    /// The datagram carrying `plaintext` (at most ``Envelope/maxPlaintextBytes``).
+    public func seal(_ plaintext: [UInt8]) -> [UInt8] {
+        precondition(plaintext.count <= Envelope.maxPlaintextBytes, "peer message too large for a datagram")
+        let seq = sequence.wrappingAdd(1, ordering: .relaxed).newValue
+        let (epoch, key) = keys.withLock { $0 }
+        var w = ByteWriter(capacity: Envelope.headerBytes + plaintext.count + Envelope.tagBytes)
+        Envelope.writeHeader(.init(version: Envelope.version, epochByte: epoch, sender: sender, incarnation: incarnation, sequence: seq), into: &w)
+        let aad = w.bytes
+        let box = try! ChaChaPoly.seal(plaintext, using: key, nonce: Envelope.nonce(seq), authenticating: aad)
+        w.raw(box.ciphertext)
+        w.raw(box.tag)
+        return w.bytes
+    }
+}
+
+/// Opens incoming datagrams: checks the header, authenticates and decrypts with the group's
+/// keys, and refuses replays (a sliding window of sequence numbers per sender incarnation).
+/// Thread-safe; meant to be called from one receive thread.
+public final class EnvelopeOpener: Sendable {
+    /// Sequence numbers this far behind the newest seen are refused outright.
+    public static let replayWindow: UInt64 = 1024
+    /// Sender incarnations remembered (keys and replay windows); the least recently used go first.
+    public static let maxSenders = 256
+
+    private struct SenderState {
+        var incarnation: UInt64
+        var key: SymmetricKey
+        var epoch: UInt8
+        var highest: UInt64
+        var window: [UInt64]  // bitmap of the last `replayWindow` sequence numbers
+        var lastUsed: UInt64
+    }
+
+    private struct State {
+        var keys: [UInt8: GroupKey] = [:]
+        var senders: [PeerID: SenderState] = [:]
+        var tick: UInt64 = 0
+    }
+
+    private let me: PeerID
+    private let state: Mutex<State>
+
+    public init(me: PeerID, keys: [GroupKey]) {
+        self.me = me
+        var s = State()
+        for k in keys { s.keys[UInt8(truncatingIfNeeded: k.epoch)] = k }
+        self.state = Mutex(s)
+    }
+
+    /// Replaces the accepted keys (current and, during a rotation, previous).
+    public func accept(_ keys: [GroupKey]) {
+        state.withLock { s in
+            s.keys = [:]
+            for k in keys { s.keys[UInt8(truncatingIfNeeded: k.epoch)] = k }
+            s.senders = [:]
+        }
+    }
+
+    /// The plaintext and header of `datagram`, or why it was refused.
+    public func open(_ datagram: [UInt8]) throws(Envelope.Rejection) -> (header: Envelope.Header, plaintext: [UInt8]) {
+        let h = try Envelope.header(of: datagram)
+        if h.sender == me { throw .fromSelf }
+        let aad = datagram[0..<Envelope.headerBytes]
+        let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
+        let tag = datagram[(datagram.count - Envelope.tagBytes)...]
+
+        // Find or derive the sender's key without holding the lock during HKDF.
+        let cached: SymmetricKey? = state.withLock { s in
+            guard let st = s.senders[h.sender] else { return nil }
+            if st.incarnation == h.incarnation && st.epoch == h.epochByte { return st.key }
+            return nil
+        }
+        let key: SymmetricKey
+        if let cached {
+            key = cached
+        } else {
+            guard let group = state.withLock({ $0.keys[h.epochByte] }) else { throw .unknownKeyEpoch }
+            key = group.datagramKey(sender: h.sender, incarnation: h.incarnation)
+        }
+        let plaintext: [UInt8]
+        do {
+            let box = try ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag)
+            plaintext = Array(try ChaChaPoly.open(box, using: key, authenticating: aad))
+        } catch {
+            throw .authenticationFailed
+        }
+        // Authentic: now the replay check and the sender's state may change.
+        let verdict: Envelope.Rejection? = state.withLock { s in
+            s.tick &+= 1
+            if var st = s.senders[h.sender] {
+                if h.incarnation < st.incarnation { return .staleIncarnation }
+                if h.incarnation > st.incarnation {
+                    st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick)
+                }
+                st.key = key
+                st.epoch = h.epochByte
+                st.lastUsed = s.tick
+                guard Self.admit(h.sequence, into: &st) else { return .replayed }
+                s.senders[h.sender] = st
+            } else {
+                if s.senders.count >= Self.maxSenders, let oldest = s.senders.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+                    s.senders[oldest.key] = nil
+                }
+                var st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick)
+                _ = Self.admit(h.sequence, into: &st)
+                s.senders[h.sender] = st
+            }
+            return nil
+        }
+        if let verdict { throw verdict }
+        return (h, plaintext)
+    }
+
+    /// Marks `seq` as seen; false if it was seen before or is too old.
+    private static func admit(_ seq: UInt64, into st: inout SenderState) -> Bool {
+        let size = replayWindow
+        if seq > st.highest {
+            let shift = seq - st.highest
+            if shift >= size {
+                for i in st.window.indices { st.window[i] = 0 }
+            } else {
+                for s in (st.highest + 1)...seq { clear(s % size, in: &st.window) }
+            }
+            st.highest = seq
+            set(seq % size, in: &st.window)
+            return true
+        }
+        if st.highest - seq >= size { return false }
+        if isSet(seq % size, in: st.window) { return false }
+        set(seq % size, in: &st.window)
+        return true
+    }
+
+    private static func set(_ bit: UInt64, in w: inout [UInt64]) { w[Int(bit / 64)] |= 1 << (bit % 64) }
+    private static func clear(_ bit: UInt64, in w: inout [UInt64]) { w[Int(bit / 64)] &= ~(1 << (bit % 64)) }
+    private static func isSet(_ bit: UInt64, in w: [UInt64]) -> Bool { w[Int(bit / 64)] & (1 << (bit % 64)) != 0 }
+}

@@ -1,0 +1,191 @@
+import Crypto
+import Foundation
+import LockstepCore
+
+/// The shared secret that makes a group: only agents holding it can read or send its datagrams.
+///
+/// A key has an `epoch`, raised by each rotation; datagrams name the epoch they were sealed
+/// with (its low byte), so agents can accept the previous key during a rotation.
+public struct GroupKey: Sendable, Equatable {
+    public let bytes: [UInt8]
+    public let epoch: UInt32
+
+    public init?(bytes: [UInt8], epoch: UInt32) {
+        guard bytes.count == 32 else { return nil }
+        self.bytes = bytes
+        self.epoch = epoch
+    }
+
+    /// A fresh random key.
+    public static func random(epoch: UInt32 = 1) -> GroupKey {
+        var g = SystemRandomNumberGenerator()
+        return GroupKey(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }, epoch: epoch)!
+    }
+
+    /// The tag published in DNS-SD TXT records: 8 bytes of HMAC-SHA256(key, label), hex. It lets
+    /// agents skip strangers' services without trying them, and reveals nothing about the key;
+    /// it stays the same across rotations (derived from the group's first key id, see ``GroupIdentity``).
+    public static func tag(forGroupID id: [UInt8]) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("lockstep group tag v1".utf8), using: SymmetricKey(data: id))
+        return Array(mac).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// A stable identifier of the group this key belongs to, derived from the key: rotated keys
+    /// carry their group's id along (see ``GroupIdentity``).
+    public var derivedGroupID: [UInt8] {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("lockstep group id v1".utf8), using: SymmetricKey(data: bytes))
+        return Array(Array(mac).prefix(16))
+    }
+
+    /// The key that seals datagrams from one sender incarnation under this group key.
+    func datagramKey(sender: PeerID, incarnation: UInt64) -> SymmetricKey {
+        var info = Array("lockstep datagram v1".utf8)
+        info += sender.bytes
+        withUnsafeBytes(of: incarnation.bigEndian) { info += $0 }
+        withUnsafeBytes(of: epoch.bigEndian) { info += $0 }
+        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: bytes), info: info, outputByteCount: 32)
+    }
+}
+
+/// A group as an agent keeps it: a local name, the group's id (stable across rotations), and
+/// its current and previous keys.
+public struct GroupIdentity: Sendable, Equatable, Codable {
+    public var name: String
+    /// 16 bytes, hex: fixed when the group is created, kept across key rotations.
+    public var id: String
+    public var key: [UInt8]
+    public var epoch: UInt32
+    /// The key before the last rotation, still accepted for a while.
+    public var previousKey: [UInt8]?
+    public var previousEpoch: UInt32?
+
+    public init(name: String, key: GroupKey, groupID: [UInt8]? = nil) {
+        self.name = name
+        self.id = (groupID ?? key.derivedGroupID).map { String(format: "%02x", $0) }.joined()
+        self.key = key.bytes
+        self.epoch = key.epoch
+        self.previousKey = nil
+        self.previousEpoch = nil
+    }
+
+    public var currentKey: GroupKey { GroupKey(bytes: key, epoch: epoch)! }
+    public var previous: GroupKey? {
+        guard let k = previousKey, let e = previousEpoch else { return nil }
+        return GroupKey(bytes: k, epoch: e)
+    }
+
+    public var idBytes: [UInt8] {
+        var out: [UInt8] = []
+        var chars = Array(id.utf8)
+        if chars.count % 2 == 1 { chars.insert(UInt8(ascii: "0"), at: 0) }
+        for i in stride(from: 0, to: chars.count, by: 2) {
+            out.append(UInt8(String(decoding: chars[i...i + 1], as: UTF8.self), radix: 16) ?? 0)
+        }
+        return out
+    }
+
+    /// The public DNS-SD tag of this group.
+    public var tag: String { GroupKey.tag(forGroupID: idBytes) }
+
+    /// Installs `next` as the current key, keeping the current one as the previous.
+    public mutating func rotate(to next: GroupKey) {
+        guard next.epoch != epoch || next.bytes != key else { return }
+        previousKey = key
+        previousEpoch = epoch
+        key = next.bytes
+        epoch = next.epoch
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, id, key, epoch
+        case previousKey = "previous_key"
+        case previousEpoch = "previous_epoch"
+    }
+}
+
+/// The code that carries a group to another device: `lk1-` and base32 of
+/// group id (16) ‖ key (32) ‖ epoch (4) ‖ checksum (2), in groups of five for typing.
+public enum JoinCode {
+    public static let prefix = "lk1-"
+
+    public static func make(_ group: GroupIdentity) -> String {
+        var payload = group.idBytes + group.key
+        withUnsafeBytes(of: group.epoch.bigEndian) { payload += $0 }
+        payload += checksum(payload)
+        let text = Base32.encode(payload)
+        var grouped: [String] = []
+        var i = text.startIndex
+        while i < text.endIndex {
+            let j = text.index(i, offsetBy: 5, limitedBy: text.endIndex) ?? text.endIndex
+            grouped.append(String(text[i..<j]))
+            i = j
+        }
+        return prefix + grouped.joined(separator: "-")
+    }
+
+    public enum ParseError: Error, Equatable, CustomStringConvertible {
+        case notAJoinCode, badChecksum
+        public var description: String {
+            switch self {
+            case .notAJoinCode: "not a Lockstep join code (it starts with \(JoinCode.prefix))"
+            case .badChecksum: "the join code has a typo (checksum mismatch)"
+            }
+        }
+    }
+
+    /// Parses a code (case, dashes and spaces do not matter) into a group named `name`.
+    public static func parse(_ code: String, name: String) throws(ParseError) -> GroupIdentity {
+        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        guard trimmed.hasPrefix(prefix) else { throw .notAJoinCode }
+        let body = trimmed.dropFirst(prefix.count).filter { $0 != "-" && $0 != " " }
+        guard let payload = Base32.decode(String(body)), payload.count == 16 + 32 + 4 + 2 else { throw .notAJoinCode }
+        let data = Array(payload[0..<52])
+        guard checksum(data) == Array(payload[52...]) else { throw .badChecksum }
+        let epoch = data[48..<52].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let key = GroupKey(bytes: Array(data[16..<48]), epoch: epoch)!
+        return GroupIdentity(name: name, key: key, groupID: Array(data[0..<16]))
+    }
+
+    private static func checksum(_ bytes: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: bytes)).prefix(2).map { $0 }
+    }
+}
+
+/// RFC 4648 base32, lowercase, no padding.
+enum Base32 {
+    static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for b in bytes {
+            buffer = buffer << 8 | UInt32(b)
+            bits += 8
+            while bits >= 5 {
+                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
+                bits -= 5
+            }
+        }
+        if bits > 0 { out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for c in text.utf8 {
+            guard let v = alphabet.firstIndex(of: c) else { return nil }
+            buffer = buffer << 5 | UInt32(v)
+            bits += 5
+            if bits >= 8 {
+                out.append(UInt8((buffer >> UInt32(bits - 8)) & 0xff))
+                bits -= 8
+            }
+        }
+        // Canonical only: the bits left over must be zero padding, or two texts would decode alike.
+        if bits > 0 && buffer & ((1 << UInt32(bits)) - 1) != 0 { return nil }
+        return out
+    }
+}

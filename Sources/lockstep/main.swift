@@ -1,0 +1,4 @@
+import LockstepCLI
+
+@main
+extension LockstepCommand {}

@@ -1,0 +1,91 @@
+import Foundation
+import LockstepCore
+import LockstepWire
+import LockstepTestKit
+import Testing
+
+@testable import LockstepAgent
+
+@Suite("State directory")
+struct StateDirectoryTests {
+    @Test("the peer id is created once and the same on every later start")
+    func peerIDPersists() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir + "/state")
+            try state.prepare()
+            let first = try state.peerID()
+            let again = try StateDirectory(path: dir + "/state").peerID()
+            #expect(first == again)
+            let text = try String(contentsOfFile: dir + "/state/peer-id", encoding: .utf8)
+            #expect(text == first.hex + "\n")
+        }
+    }
+
+    @Test("a corrupt peer-id file is an error that names the file, not a new identity")
+    func corruptPeerID() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir)
+            try state.prepare()
+            try "not an id\n".write(toFile: dir + "/peer-id", atomically: true, encoding: .utf8)
+            #expect { try state.peerID() } throws: { ($0 as? StateDirectory.Failure)?.description.contains(dir + "/peer-id") == true }
+        }
+    }
+
+    @Test("the name defaults to the hostname; an override is kept for the next start")
+    func namePersists() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir)
+            try state.prepare()
+            let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+            #expect(try state.name(override: nil) == host)
+            #expect(try state.name(override: "living-room") == "living-room")
+            #expect(try state.name(override: nil) == "living-room")
+        }
+    }
+
+    @Test("each start takes a larger incarnation, even if the wall clock went back")
+    func incarnationsGrow() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir)
+            try state.prepare()
+            let a = try state.nextIncarnation(wallClockMicros: 5_000)
+            let b = try state.nextIncarnation(wallClockMicros: 4_000)
+            let c = try state.nextIncarnation(wallClockMicros: 9_000)
+            #expect(a == 5_000)
+            #expect(b == 5_001)
+            #expect(c == 9_000)
+        }
+    }
+
+    @Test("with no group configured an agent makes its own, private group and keeps it")
+    func defaultGroupIsPrivate() async throws {
+        try await withTemporaryDirectory { dir in
+            let one = StateDirectory(path: dir + "/one"), two = StateDirectory(path: dir + "/two")
+            try one.prepare()
+            try two.prepare()
+            let g1 = try one.activeGroup(selecting: nil)
+            let g2 = try two.activeGroup(selecting: nil)
+            #expect(g1.name == "default")
+            #expect(g1.key != g2.key)
+            #expect(g1.tag != g2.tag)
+            #expect(try one.activeGroup(selecting: nil) == g1)
+            let attributes = try FileManager.default.attributesOfItem(atPath: dir + "/one/groups/default.json")
+            #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        }
+    }
+
+    @Test("a join code given at start makes every agent share one group")
+    func joinCodeSharesGroup() async throws {
+        try await withTemporaryDirectory { dir in
+            let code = JoinCode.make(GroupIdentity(name: "x", key: .random()))
+            var a = AgentConfiguration(socketPath: dir + "/a.sock", stateDirectory: dir + "/a")
+            a.joinCode = code
+            var b = AgentConfiguration(socketPath: dir + "/b.sock", stateDirectory: dir + "/b")
+            b.joinCode = code
+            let ia = try AgentService.loadIdentity(a), ib = try AgentService.loadIdentity(b)
+            #expect(ia.group.key == ib.group.key)
+            #expect(ia.group.tag == ib.group.tag)
+            #expect(ia.peerID != ib.peerID)
+        }
+    }
+}

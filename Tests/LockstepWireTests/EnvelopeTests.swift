@@ -1,0 +1,138 @@
+import LockstepCore
+import Testing
+
+@testable import LockstepWire
+
+@Suite("Envelope")
+struct EnvelopeTests {
+    let alice = PeerID(high: 1, low: 1)
+    let bob = PeerID(high: 2, low: 2)
+    let key = GroupKey(bytes: Array(repeating: 7, count: 32), epoch: 1)!
+
+    @Test("a sealed datagram opens with the group key and names its sender")
+    func roundTrip() throws {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let datagram = sealer.seal([1, 2, 3])
+        #expect(datagram.count == Envelope.headerBytes + 3 + Envelope.tagBytes)
+        let (header, plaintext) = try opener.open(datagram)
+        #expect(plaintext == [1, 2, 3])
+        #expect(header.sender == alice)
+        #expect(header.incarnation == 9)
+        #expect(header.sequence == 1)
+    }
+
+    @Test("the plaintext does not appear in the datagram")
+    func encrypted() {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let secret = Array("pause everyone's film".utf8)
+        let datagram = sealer.seal(secret)
+        #expect(!datagram.indices.dropLast(secret.count).contains { Array(datagram[$0..<$0 + secret.count]) == secret })
+    }
+
+    @Test("another group's key is refused as an authentication failure")
+    func otherGroup() {
+        let stranger = EnvelopeSealer(sender: alice, incarnation: 9, key: GroupKey(bytes: Array(repeating: 8, count: 32), epoch: 1)!)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        #expect(throws: Envelope.Rejection.authenticationFailed) { try opener.open(stranger.seal([1])) }
+    }
+
+    @Test("a tampered byte anywhere (header or body) is refused")
+    func tampered() {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let datagram = sealer.seal([1, 2, 3, 4])
+        for i in 4..<datagram.count {
+            var bad = datagram
+            bad[i] ^= 0x40
+            #expect(throws: Envelope.Rejection.self) { try opener.open(bad) }
+        }
+    }
+
+    @Test("a replayed datagram is refused; reordered ones within the window are accepted")
+    func replay() throws {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let d1 = sealer.seal([1]), d2 = sealer.seal([2]), d3 = sealer.seal([3])
+        _ = try opener.open(d3)
+        _ = try opener.open(d1)
+        #expect(throws: Envelope.Rejection.replayed) { try opener.open(d1) }
+        _ = try opener.open(d2)
+        #expect(throws: Envelope.Rejection.replayed) { try opener.open(d3) }
+    }
+
+    @Test("datagrams older than the replay window are refused")
+    func window() throws {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let old = sealer.seal([0])
+        for _ in 0..<Int(EnvelopeOpener.replayWindow) { _ = sealer.seal([1]) }
+        _ = try opener.open(sealer.seal([2]))
+        #expect(throws: Envelope.Rejection.replayed) { try opener.open(old) }
+    }
+
+    @Test("after a restart (new incarnation) the old incarnation's datagrams are stale")
+    func incarnations() throws {
+        let old = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let new = EnvelopeSealer(sender: alice, incarnation: 10, key: key)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let late = old.seal([1])
+        _ = try opener.open(new.seal([2]))
+        #expect(throws: Envelope.Rejection.staleIncarnation) { try opener.open(late) }
+    }
+
+    @Test("bad headers are named: not Lockstep, unknown version, too short, from myself")
+    func headers() {
+        let opener = EnvelopeOpener(me: alice, keys: [key])
+        #expect(throws: Envelope.Rejection.notLockstep) { try opener.open(Array("GET / HTTP/1.1".utf8)) }
+        #expect(throws: Envelope.Rejection.unknownVersion(2)) { try opener.open([0x4C, 0x4B, 2] + Array(repeating: 0, count: 60)) }
+        #expect(throws: Envelope.Rejection.tooShort) { try opener.open([0x4C, 0x4B, 1, 1]) }
+        #expect(throws: Envelope.Rejection.fromSelf) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 1, key: key).seal([1])) }
+    }
+
+    @Test("during a rotation both the old and the new key open datagrams")
+    func rotation() throws {
+        let next = GroupKey(bytes: Array(repeating: 9, count: 32), epoch: 2)!
+        let opener = EnvelopeOpener(me: bob, keys: [key, next])
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 1, key: key)
+        _ = try opener.open(sealer.seal([1]))
+        sealer.use(next)
+        let (header, _) = try opener.open(sealer.seal([2]))
+        #expect(header.epochByte == 2)
+    }
+}
+
+@Suite("Join codes")
+struct JoinCodeTests {
+    @Test("a join code carries the group's id, key and epoch to another device")
+    func roundTrip() throws {
+        var g = GroupIdentity(name: "home", key: .random(epoch: 3))
+        g.rotate(to: .random(epoch: 4))
+        let code = JoinCode.make(g)
+        #expect(code.hasPrefix("lk1-"))
+        let parsed = try JoinCode.parse(code.uppercased().replacingOccurrences(of: "LK1-", with: "lk1-"), name: "elsewhere")
+        #expect(parsed.key == g.key)
+        #expect(parsed.epoch == 4)
+        #expect(parsed.id == g.id)
+        #expect(parsed.tag == g.tag)
+        #expect(parsed.name == "elsewhere")
+    }
+
+    @Test("a typo in a join code is caught by its checksum")
+    func typo() {
+        let code = JoinCode.make(GroupIdentity(name: "home", key: .random()))
+        var chars = Array(code)
+        let i = chars.count / 2 + (chars[chars.count / 2] == "-" ? 1 : 0)
+        chars[i] = chars[i] == "a" ? "b" : "a"
+        #expect(throws: JoinCode.ParseError.badChecksum) { try JoinCode.parse(String(chars), name: "x") }
+        #expect(throws: JoinCode.ParseError.notAJoinCode) { try JoinCode.parse("hello", name: "x") }
+    }
+
+    @Test("the public tag survives key rotation and does not change with the key")
+    func tagStable() {
+        var g = GroupIdentity(name: "home", key: .random())
+        let before = g.tag
+        g.rotate(to: .random(epoch: 2))
+        #expect(g.tag == before)
+    }
+}

@@ -1,0 +1,65 @@
+# Shared by tools/demo, tools/test and tools/bench. Source it; do not run it.
+# shellcheck shell=bash
+
+LOCKSTEP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export AVAHI_COMPAT_NOWARN=1
+
+# Debian packages Lockstep needs to build, test and demo.
+LOCKSTEP_PACKAGES=(
+  libavahi-compat-libdnssd-dev avahi-daemon avahi-utils dbus   # discovery
+  iproute2 util-linux procps                                   # the lab: ip, unshare, nsenter, pkill-free ps
+  mpv ffmpeg                                                   # the real player and test media
+  chrony                                                       # the clock benchmark's reference
+  syncplay syncplay-server                                     # the mpv benchmark's reference
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Installs whatever of LOCKSTEP_PACKAGES is missing. Services are kept from starting while
+# packages install (a chronyd started by its package could set this machine's clock).
+ensure_packages() {
+  local missing=()
+  for p in "${LOCKSTEP_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "need root (or sudo) to install: ${missing[*]}"
+    sudo="sudo"
+  fi
+  say "installing ${missing[*]}"
+  local policy=/usr/sbin/policy-rc.d made_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && made_policy=1
+  fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ -n "$made_policy" ] && $sudo rm -f "$policy"
+  return 0
+}
+
+ensure_swift() {
+  command -v swift >/dev/null || die "Swift 6 is needed (https://www.swift.org/install/linux/); 'swift' is not on PATH"
+}
+
+# Builds the package (debug unless LOCKSTEP_CONFIG=release; extra arguments go to swift build)
+# and sets LOCKSTEP_BIN.
+build_lockstep() {
+  ensure_swift
+  local config=${LOCKSTEP_CONFIG:-debug}
+  say "building Lockstep ($config)"
+  local log
+  log=$(mktemp)
+  if ! (cd "$LOCKSTEP_ROOT" && swift build -c "$config" "$@" >"$log" 2>&1); then
+    cat "$log" >&2
+    rm -f "$log"
+    die "swift build failed"
+  fi
+  grep -E "(warning|error):" "$log" >&2 || true
+  rm -f "$log"
+  LOCKSTEP_BIN=$(cd "$LOCKSTEP_ROOT" && swift build -c "$config" --show-bin-path)
+  [ -x "$LOCKSTEP_BIN/lockstepd" ] || die "build failed (no $LOCKSTEP_BIN/lockstepd)"
+  export LOCKSTEP_BIN
+}
