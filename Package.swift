@@ -23,6 +23,8 @@ let package = Package(
         // The C API of avahi's Bonjour compatibility library.
         // Debian package: libavahi-compat-libdnssd-dev (tools/demo and tools/test install it).
         .systemLibrary(name: "CDNSSD"),
+        // recvmsg(2) with kernel receive timestamps: the CMSG_* macros are not importable into Swift.
+        .target(name: "CLockstepPosix"),
         // Pure protocol logic: no sockets, no sleeping, time is an argument.
         .target(
             name: "LockstepCore",
@@ -41,7 +43,7 @@ let package = Package(
         .target(
             name: "LockstepAgent",
             dependencies: [
-                "LockstepCore", "LockstepWire", "CDNSSD",
+                "LockstepCore", "LockstepWire", "CDNSSD", "CLockstepPosix",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,6 +68,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The network lab (tools/lab) driven from Swift, for lab tests and benchmarks.
+        .target(name: "LockstepLab", dependencies: ["LockstepClient", "LockstepWire"]),
         .executableTarget(
             name: "lockstepd",
             dependencies: [
@@ -76,6 +80,14 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "lockstep", dependencies: ["LockstepCLI"]),
+        // tools/bench: the benchmarks, on the network lab.
+        .executableTarget(
+            name: "lockstep-bench",
+            dependencies: [
+                "LockstepLab", "LockstepClient", "LockstepWire", "LockstepCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
 
         .testTarget(
             name: "LockstepCoreTests",
@@ -98,6 +110,8 @@ let package = Package(
             name: "LockstepAgentTests",
             dependencies: ["LockstepAgent", "LockstepClient", "LockstepTestKit"]
         ),
-        .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepAgent", "LockstepTestKit"]),
+        .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepAgent", "LockstepTestKit", "LockstepLab"]),
+        // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
+        .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire"]),
     ]
 )

@@ -4,11 +4,12 @@ import LockstepWire
 import Logging
 import NIOCore
 
-/// The agent: the shell around Lockstep's pure core. It owns the sockets' other ends, turns bytes
-/// into events for the core, and carries out what the core answers.
+/// The agent: the shell around Lockstep's pure core (``Node``). It turns datagrams, discovery
+/// events, player requests and the passing of time into calls on the node, and carries out the
+/// node's directives: sending datagrams, telling players.
 ///
-/// Runs on one NIO event loop (its executor), so that timers scheduled on that loop can step
-/// the core synchronously and every piece of agent state has one owner.
+/// Runs on one NIO event loop (its executor), so that the one timer, scheduled on that loop,
+/// steps the node synchronously and every piece of agent state has one owner.
 public actor Agent: ClientHandler {
     /// Who this agent is, fixed for the life of the process.
     public struct Identity: Sendable {
@@ -31,9 +32,14 @@ public actor Agent: ClientHandler {
     let configuration: AgentConfiguration
     var identity: Identity
     let logger: Logger
-    let hostClock = MonotonicClock()
     let startedAt: Int64
-    var udpPort: UInt16 = 0
+    var node: Node
+    var transport: PeerTransport?
+    var discovery: DNSSDDiscovery?
+    var mdnsState = "off"
+    var timer: Scheduled<Void>?
+    var timerDeadline: Int64 = .max
+    var tasks: [Task<Void, Never>] = []
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
 
@@ -50,6 +56,118 @@ public actor Agent: ClientHandler {
         self.loop = loop
         self.logger = logger
         self.startedAt = MonotonicClock.read()
+        var nodeConfig = Node.Configuration()
+        nodeConfig.membership.lostAfterNs = configuration.peerTimeoutNs
+        self.node = Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)
+    }
+
+    /// The local clock of the node: the device clock (the host's monotonic clock unless simulated).
+    func now() -> Int64 {
+        configuration.deviceClock.device(fromHost: MonotonicClock.read())
+    }
+
+    // MARK: - Lifecycle
+
+    /// Opens the peer socket and starts discovery. Throws if the UDP port cannot be bound.
+    public func start() throws {
+        let socket = try PeerSocket(port: configuration.udpPort)
+        let keys = [identity.group.currentKey] + (identity.group.previous.map { [$0] } ?? [])
+        let transport = PeerTransport(
+            socket: socket,
+            sealer: EnvelopeSealer(sender: identity.peerID, incarnation: identity.incarnation, key: identity.group.currentKey),
+            opener: EnvelopeOpener(me: identity.peerID, keys: keys),
+            deviceClock: configuration.deviceClock, impairments: configuration.impairments, logger: logger)
+        self.transport = transport
+        logger.info("peer socket open", metadata: ["udp.port": "\(socket.port)"])
+        if !configuration.deviceClock.isIdentity {
+            logger.notice("simulating a device clock on the wire (test hook)", metadata: [
+                "clock.offset_ns": "\(configuration.deviceClock.offsetNs)", "clock.skew_ppm": "\(configuration.deviceClock.skewPPM)",
+            ])
+        }
+        if !configuration.impairments.isNone {
+            logger.notice("impairing outgoing datagrams (test hook)", metadata: ["impair.all": "\(configuration.impairments.all)"])
+        }
+        let inbound = transport.start()
+        tasks.append(Task { [weak self] in
+            for await datagram in inbound {
+                guard let self else { return }
+                await self.onInbound(datagram)
+            }
+        })
+        for text in configuration.staticPeers { addStaticPeer(text) }
+        if configuration.mdns { startDiscovery(port: socket.port) }
+        step(now())
+    }
+
+    /// Says goodbye to the peers and closes everything.
+    public func stop() {
+        if let transport {
+            for case .send(let message, let endpoint) in node.shutdown() { transport.send(message, to: endpoint) }
+        }
+        timer?.cancel()
+        timer = nil
+        discovery?.stop()
+        transport?.stop()
+        for t in tasks { t.cancel() }
+        tasks = []
+    }
+
+    // MARK: - Events
+
+    func onInbound(_ d: PeerTransport.Inbound) {
+        let directives = node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now())
+        execute(directives)
+        rearm()
+    }
+
+    /// Runs the node's timer work and re-arms the one timer for its next deadline.
+    func step(_ now: Int64) {
+        execute(node.onTick(now: now))
+        rearm()
+    }
+
+    private func rearm() {
+        let now = now()
+        let deadline = node.nextDeadline(now: now)
+        if timer != nil && deadline >= timerDeadline { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        let delay = TimeAmount.nanoseconds(max(0, configuration.deviceClock.host(fromDevice: deadline) - configuration.deviceClock.host(fromDevice: now)))
+        timer = loop.scheduleTask(in: delay) { [self] in
+            self.assumeIsolated { agent in
+                agent.timer = nil
+                agent.timerDeadline = .max
+                agent.step(agent.now())
+            }
+        }
+    }
+
+    func execute(_ directives: [NodeDirective]) {
+        for directive in directives {
+            switch directive {
+            case .send(let message, let endpoint):
+                transport?.send(message, to: endpoint)
+            case .membership(let event):
+                log(event)
+            }
+        }
+    }
+
+    private func log(_ event: Membership.Event) {
+        switch event {
+        case .stateChanged(let peer, let from, let to):
+            let name = node.membership.peers[peer]?.name ?? peer.short
+            let level: Logger.Level = to == .reachable || to == .lost ? .info : .debug
+            logger.log(level: level, "peer \(to)", metadata: ["peer.remote": "\(peer.short)", "peer.name": "\(name)", "peer.from": "\(from.map { "\($0)" } ?? "-")"])
+        case .restarted(let peer, let incarnation):
+            logger.info("peer restarted", metadata: ["peer.remote": "\(peer.short)", "peer.incarnation": "\(incarnation)"])
+        case .renamed(let peer, let name):
+            logger.debug("peer named itself", metadata: ["peer.remote": "\(peer.short)", "peer.name": "\(name)"])
+        case .forgotten(let peer):
+            logger.debug("peer forgotten", metadata: ["peer.remote": "\(peer.short)"])
+        case .refused(let peer):
+            logger.warning("too many peers; ignoring one", metadata: ["peer.remote": "\(peer.short)"])
+        }
     }
 
     // MARK: - Player socket
@@ -75,9 +193,9 @@ public actor Agent: ClientHandler {
             try dispatch(header, line, client)
         } catch let error as ProtocolError {
             client.noteBadInput(error.description)
-            client.send(error: error, requestID: header.requestID)
+            if header.requestID != nil { client.send(error: error, requestID: header.requestID) }
         } catch {
-            client.send(error: ProtocolError(.internal, "\(error)"), requestID: header.requestID)
+            if header.requestID != nil { client.send(error: ProtocolError(.internal, "\(error)"), requestID: header.requestID) }
         }
     }
 
@@ -90,6 +208,8 @@ public actor Agent: ClientHandler {
             reply(try hello(PlayerJSON.decode(HelloRequest.self, from: line), client))
         case "status":
             reply(status())
+        case "peers":
+            reply(peers())
         default:
             throw ProtocolError(.unknownType, "unknown request type '\(header.type.truncated(toUTF8: 64))'")
         }
@@ -115,14 +235,28 @@ public actor Agent: ClientHandler {
     // MARK: - Views
 
     func status() -> AgentStatus {
-        let now = hostClock.now()
+        let host = MonotonicClock.read()
+        let peers = node.membership.peers.values
         return AgentStatus(
             peerID: identity.peerID.hex, name: identity.name, version: LockstepVersion.current,
             playerProtocol: LockstepVersion.playerProtocol, peerProtocol: LockstepVersion.peerProtocol,
             socket: configuration.socketPath, stateDir: configuration.stateDirectory, pid: getpid(),
-            udpPort: udpPort, incarnation: identity.incarnation, uptimeNs: now - startedAt, hostTimeNs: now,
+            udpPort: transport?.socket.port ?? 0, incarnation: identity.incarnation, uptimeNs: host - startedAt, hostTimeNs: host,
             group: GroupInfo(name: identity.group.name, tag: identity.group.tag, epoch: identity.group.epoch),
-            peersReachable: 0, peersKnown: 0, players: clients.values.filter { $0.playerID != nil }.count,
-            mdns: configuration.mdns ? "starting" : "off")
+            peersReachable: peers.filter { $0.state == .reachable }.count, peersKnown: peers.count,
+            players: clients.values.filter { $0.playerID != nil }.count,
+            mdns: mdnsState, counters: transport?.snapshot ?? [:])
+    }
+
+    func peers() -> PeersResult {
+        let now = now()
+        let list = node.membership.peers.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }.map { p in
+            PeerInfo(
+                peerID: p.id.hex, name: p.name, state: p.state.rawValue,
+                addresses: p.paths.map { "\($0.endpoint)" }, preferred: p.preferred.map { "\($0)" },
+                stateAgeNs: now - p.since, lastHeardAgoNs: p.lastHeard.map { now - $0 },
+                incarnation: p.incarnation, sources: Array(Set(p.paths.map(\.source.rawValue))).sorted())
+        }
+        return PeersResult(peers: list)
     }
 }

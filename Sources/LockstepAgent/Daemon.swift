@@ -61,6 +61,7 @@ public struct AgentService: Service, CustomStringConvertible {
         let server = PlayerServer(
             configuration: .init(socketPath: configuration.socketPath, socketMode: mode_t(configuration.socketMode), socketGroup: configuration.socketGroup.map { gid_t($0) }),
             handler: agent, group: group, logger: log)
+        try await agent.start()
         do {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingDiscardingTaskGroup { tasks in
@@ -72,6 +73,7 @@ public struct AgentService: Service, CustomStringConvertible {
         } catch is CancellationError {
             // A graceful shutdown cancels the tasks above: that is how a stop looks, not a failure.
         }
+        await agent.stop()
         log.info("lockstepd stopped")
     }
 }

@@ -102,9 +102,12 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var peersReachable: Int
     public var peersKnown: Int
     public var players: Int
+    /// DNS-SD: `off`, `starting`, `running`, or `unavailable: REASON`.
     public var mdns: String
+    /// Datagrams sent, received, and dropped by reason (`dropped_auth_failed`, …).
+    public var counters: [String: UInt64]
 
-    public init(peerID: String, name: String, version: String, playerProtocol: Int, peerProtocol: Int, socket: String, stateDir: String, pid: Int32, udpPort: UInt16, incarnation: UInt64, uptimeNs: Int64, hostTimeNs: Int64, group: GroupInfo, peersReachable: Int, peersKnown: Int, players: Int, mdns: String) {
+    public init(peerID: String, name: String, version: String, playerProtocol: Int, peerProtocol: Int, socket: String, stateDir: String, pid: Int32, udpPort: UInt16, incarnation: UInt64, uptimeNs: Int64, hostTimeNs: Int64, group: GroupInfo, peersReachable: Int, peersKnown: Int, players: Int, mdns: String, counters: [String: UInt64] = [:]) {
         self.peerID = peerID
         self.name = name
         self.version = version
@@ -122,6 +125,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         self.peersKnown = peersKnown
         self.players = players
         self.mdns = mdns
+        self.counters = counters
     }
 
     enum CodingKeys: String, CodingKey {
@@ -139,7 +143,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case group
         case peersReachable = "peers_reachable"
         case peersKnown = "peers_known"
-        case players, mdns
+        case players, mdns, counters
     }
 }
 

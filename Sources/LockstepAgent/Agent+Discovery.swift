@@ -1,0 +1,114 @@
+import Foundation
+import LockstepCore
+import LockstepWire
+import Logging
+
+/// What Lockstep publishes in its DNS-SD TXT record.
+enum LockstepTXT {
+    /// Peer protocol version.
+    static let version = "v"
+    /// Peer id, 32 hex digits.
+    static let peerID = "id"
+    /// The group's public tag (see `GroupIdentity.tag`): agents of other groups are skipped unseen.
+    static let group = "g"
+    /// The human name.
+    static let name = "n"
+}
+
+extension Agent {
+    func startDiscovery(port: UInt16) {
+        let discovery = DNSSDDiscovery(logger: logger)
+        let txt = [
+            LockstepTXT.version: String(LockstepVersion.peerProtocol), LockstepTXT.peerID: identity.peerID.hex,
+            LockstepTXT.group: identity.group.tag, LockstepTXT.name: identity.name.truncated(toUTF8: 63),
+        ]
+        let events: AsyncStream<DiscoveryEvent>
+        do {
+            events = try discovery.start(instanceName: identity.name, port: port, txt: txt)
+        } catch {
+            logger.error("cannot publish over DNS-SD; continuing without it", metadata: ["error": "\(error)"])
+            mdnsState = "unavailable: \(error)"
+            return
+        }
+        self.discovery = discovery
+        mdnsState = "starting"
+        tasks.append(Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                await self.onDiscovery(event)
+            }
+        })
+    }
+
+    func onDiscovery(_ event: DiscoveryEvent) {
+        let now = now()
+        switch event {
+        case .daemonUnavailable(let reason):
+            mdnsState = "unavailable: \(reason)"
+            logger.warning("mDNS discovery unavailable: \(reason); start it (systemctl start avahi-daemon, or avahi-daemon -D); continuing with static peers and retrying")
+        case .daemonAvailable:
+            mdnsState = "running"
+            logger.info("mDNS discovery running")
+        case .registered(let name):
+            logger.debug("published over DNS-SD", metadata: ["mdns.instance": "\(name)"])
+        case .serviceUpdated(let service):
+            guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? ""), peer != identity.peerID else { return }
+            guard service.txt[LockstepTXT.group] == identity.group.tag else { return }
+            guard service.txt[LockstepTXT.version] == String(LockstepVersion.peerProtocol) else {
+                logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
+                return
+            }
+            execute(node.onSighting(peer, name: service.txt[LockstepTXT.name], sighting: .init(instance: service.instanceName, interfaceIndex: service.interfaceIndex), endpoints: service.endpoints, now: now))
+            step(now)
+        case .serviceRemoved(let instance, let interface):
+            execute(node.onWithdrawal(.init(instance: instance, interfaceIndex: interface), now: now))
+            step(now)
+        }
+    }
+
+    /// Adds `HOST:PORT` (numeric, or a name resolved once now, off the agent's loop).
+    func addStaticPeer(_ text: String) {
+        if let endpoint = Endpoint(text) {
+            execute(node.addStatic(endpoint, now: now()))
+            return
+        }
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            logger.error("--peer \(text): expected HOST:PORT")
+            return
+        }
+        let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        tasks.append(Task.detached { [weak self, logger] in
+            let endpoints = Self.resolve(host: host, port: port)
+            if endpoints.isEmpty { logger.error("--peer \(text): cannot resolve \(host)") }
+            guard let self else { return }
+            await self.addResolved(endpoints)
+        })
+    }
+
+    private func addResolved(_ endpoints: [Endpoint]) {
+        for e in endpoints { execute(node.addStatic(e, now: now())) }
+        step(now())
+    }
+
+    /// getaddrinfo for UDP, numeric results.
+    nonisolated static func resolve(host: String, port: UInt16) -> [Endpoint] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &result) == 0 else { return [] }
+        defer { freeaddrinfo(result) }
+        var out: [Endpoint] = []
+        var p = result
+        while let ai = p {
+            if let addr = ai.pointee.ai_addr {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { dst in
+                    dst.copyMemory(from: UnsafeRawBufferPointer(start: addr, count: Int(ai.pointee.ai_addrlen)))
+                }
+                if let e = PeerSocket.endpoint(from: storage), !out.contains(e) { out.append(e) }
+            }
+            p = ai.pointee.ai_next
+        }
+        return out
+    }
+}

@@ -1,0 +1,241 @@
+import LockstepCore
+
+/// One browse result: a DNS-SD instance as seen on one interface.
+struct DNSSDServiceKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    var name: String
+    var interfaceIndex: UInt32
+
+    static func < (a: Self, b: Self) -> Bool {
+        (a.name, a.interfaceIndex) < (b.name, b.interfaceIndex)
+    }
+
+    var description: String { "\(name)%\(interfaceIndex)" }
+}
+
+/// A host name (an SRV target) on one interface: what the A and AAAA queries look up.
+struct DNSSDHostKey: Hashable, Sendable, CustomStringConvertible {
+    /// The target as the resolver reported it, with its trailing dot, e.g. `vm-2.local.`.
+    var host: String
+    var interfaceIndex: UInt32
+
+    var description: String { "\(host)%\(interfaceIndex)" }
+}
+
+/// The bookkeeping of discovery, as a state machine without I/O: browse, resolve and address
+/// results go in; directives ("resolve this", "query that host", "emit this event") come out.
+///
+/// ``DNSSDEventLoop`` is its shell: it owns the `DNSServiceRef`s the directives ask for and feeds
+/// their callbacks back in. Splitting it this way lets the tests drive avahi's odd event
+/// sequences (duplicates per protocol, renames, removals) without a daemon.
+///
+/// How avahi reports things, and what this does about it:
+/// - Browse reports each instance once per interface *and* IP protocol (avahi browses with
+///   `AVAHI_PROTO_UNSPEC`, and the compat layer drops the protocol): adds and removes are
+///   counted per (instance, interface); the instance is gone when the count returns to 0.
+/// - Address queries likewise report an address once per protocol it was seen over; each
+///   address is counted, and is part of the set while its count is above 0.
+/// - A resolve keeps running after its first answer and reports again when the SRV target or
+///   the TXT record changes (e.g. after a host rename or ``DNSSDDiscovery/updateTXT(_:)``).
+/// - Address queries are shared by every instance that names the same host on the same
+///   interface, and stopped when the last one goes.
+/// - At most `maxServices` instances are resolved at once (each costs avahi's compat layer a
+///   thread and a D-Bus connection per `DNSServiceRef`); later ones wait, first come first
+///   served, and start when an instance goes away.
+///
+/// Events: `serviceUpdated` is emitted once an instance is resolved and has at least one
+/// address, and again whenever that value changes; it is never emitted with no endpoints (if
+/// all addresses vanish, the last value stands until new ones arrive or the instance is
+/// removed). Updates are collected and emitted by ``flush()``, which the shell calls a short
+/// while after the first change, so answers arriving together (A and AAAA; the goodbyes of a
+/// host that leaves) give one event, or none when the instance is removed meanwhile.
+/// `serviceRemoved` is emitted at once, and only for an instance that was reported.
+struct DNSSDTracker {
+    enum Directive: Hashable, Sendable {
+        case startResolve(DNSSDServiceKey)
+        case stopResolve(DNSSDServiceKey)
+        case startAddressQueries(DNSSDHostKey)
+        case stopAddressQueries(DNSSDHostKey)
+        case emit(DiscoveryEvent)
+    }
+
+    struct Resolved: Hashable {
+        var host: DNSSDHostKey
+        var port: UInt16
+        var txt: [String: String]
+    }
+
+    struct Service {
+        /// Browse adds minus removes (one per IP protocol the instance was seen over).
+        var browseCount: Int
+        /// True while the instance holds one of the `maxServices` resolve slots.
+        var active: Bool
+        var resolved: Resolved?
+        var lastEmitted: DiscoveredService?
+    }
+
+    struct Host {
+        /// Address bytes (4 or 16) and how many protocols currently report them.
+        var addresses: [[UInt8]: Int] = [:]
+        var users: Set<DNSSDServiceKey> = []
+
+        var current: Set<[UInt8]> { Set(addresses.filter { $0.value > 0 }.keys) }
+    }
+
+    let maxServices: Int
+    private(set) var services: [DNSSDServiceKey: Service] = [:]
+    private(set) var hosts: [DNSSDHostKey: Host] = [:]
+    /// Instances waiting for a resolve slot, oldest first.
+    private(set) var waiting: [DNSSDServiceKey] = []
+    private var dirty: Set<DNSSDServiceKey> = []
+
+    init(maxServices: Int) {
+        precondition(maxServices > 0)
+        self.maxServices = maxServices
+    }
+
+    var activeCount: Int { services.values.count { $0.active } }
+
+    /// True when some instance changed since the last ``flush()``.
+    var hasPendingUpdates: Bool { !dirty.isEmpty }
+
+    // MARK: Inputs
+
+    /// A browse add (`added`) or remove for `name` on `interfaceIndex`.
+    mutating func onBrowse(added: Bool, name: String, interfaceIndex: UInt32) -> [Directive] {
+        let key = DNSSDServiceKey(name: name, interfaceIndex: interfaceIndex)
+        if added {
+            if services[key] != nil {
+                services[key]!.browseCount += 1
+                return []
+            }
+            services[key] = Service(browseCount: 1, active: false)
+            if activeCount < maxServices {
+                services[key]!.active = true
+                return [.startResolve(key)]
+            }
+            waiting.append(key)
+            return []
+        }
+        guard var service = services[key] else { return [] }
+        service.browseCount -= 1
+        guard service.browseCount <= 0 else {
+            services[key] = service
+            return []
+        }
+        return remove(key)
+    }
+
+    /// The resolve of `key` reported its SRV target, port and TXT record (first time or changed).
+    mutating func onResolved(_ key: DNSSDServiceKey, hostTarget: String, port: UInt16, txt: [String: String]) -> [Directive] {
+        guard let service = services[key], service.active else { return [] }
+        let hostKey = DNSSDHostKey(host: hostTarget, interfaceIndex: key.interfaceIndex)
+        var directives: [Directive] = []
+        let oldHost = service.resolved?.host
+        services[key]!.resolved = Resolved(host: hostKey, port: port, txt: txt)
+        if oldHost != hostKey {
+            if let oldHost { directives += release(oldHost, by: key) }
+            directives += acquire(hostKey, by: key)
+        }
+        dirty.insert(key)
+        return directives
+    }
+
+    /// An address query for `host` reported `address` (4 or 16 bytes) added or removed.
+    mutating func onAddress(_ host: DNSSDHostKey, address: [UInt8], added: Bool) -> [Directive] {
+        guard address.count == 4 || address.count == 16, var entry = hosts[host] else { return [] }
+        let before = entry.current
+        let count = (entry.addresses[address] ?? 0) + (added ? 1 : -1)
+        entry.addresses[address] = count > 0 ? count : nil
+        hosts[host] = entry
+        if entry.current != before { dirty.formUnion(entry.users) }
+        return []
+    }
+
+    /// Emits `serviceUpdated` for every instance whose reported value changed since last time.
+    mutating func flush() -> [Directive] {
+        var directives: [Directive] = []
+        for key in dirty.sorted() {
+            guard let service = services[key], let resolved = service.resolved,
+                let host = hosts[resolved.host]
+            else { continue }
+            let endpoints = DNSSDTracker.endpoints(host.current, port: resolved.port, interfaceIndex: key.interfaceIndex)
+            guard !endpoints.isEmpty else { continue }
+            let value = DiscoveredService(
+                instanceName: key.name, interfaceIndex: key.interfaceIndex, hostTarget: resolved.host.host,
+                txt: resolved.txt, endpoints: endpoints)
+            if value != service.lastEmitted {
+                services[key]!.lastEmitted = value
+                directives.append(.emit(.serviceUpdated(value)))
+            }
+        }
+        dirty.removeAll()
+        return directives
+    }
+
+    /// Forgets everything, without emitting anything: the shell calls this when it has torn
+    /// down all `DNSServiceRef`s (the daemon went away). See ``DNSSDDiscovery`` for why no
+    /// `serviceRemoved` follows.
+    mutating func reset() {
+        services.removeAll()
+        hosts.removeAll()
+        waiting.removeAll()
+        dirty.removeAll()
+    }
+
+    // MARK: Helpers
+
+    private mutating func remove(_ key: DNSSDServiceKey) -> [Directive] {
+        guard let service = services.removeValue(forKey: key) else { return [] }
+        dirty.remove(key)
+        var directives: [Directive] = []
+        if service.active {
+            directives.append(.stopResolve(key))
+            if let host = service.resolved?.host { directives += release(host, by: key) }
+        } else {
+            waiting.removeAll { $0 == key }
+        }
+        if service.lastEmitted != nil {
+            directives.append(.emit(.serviceRemoved(instanceName: key.name, interfaceIndex: key.interfaceIndex)))
+        }
+        if service.active, !waiting.isEmpty {
+            let next = waiting.removeFirst()
+            services[next]!.active = true
+            directives.append(.startResolve(next))
+        }
+        return directives
+    }
+
+    private mutating func acquire(_ host: DNSSDHostKey, by key: DNSSDServiceKey) -> [Directive] {
+        if hosts[host] != nil {
+            hosts[host]!.users.insert(key)
+            return []
+        }
+        hosts[host] = Host(users: [key])
+        return [.startAddressQueries(host)]
+    }
+
+    private mutating func release(_ host: DNSSDHostKey, by key: DNSSDServiceKey) -> [Directive] {
+        guard hosts[host] != nil else { return [] }
+        hosts[host]!.users.remove(key)
+        guard hosts[host]!.users.isEmpty else { return [] }
+        hosts[host] = nil
+        return [.stopAddressQueries(host)]
+    }
+
+    /// The endpoints for a set of addresses: IPv4 first, then IPv6 other than link-local, then
+    /// IPv6 link-local (scoped to `interfaceIndex`); by address within each group.
+    static func endpoints(_ addresses: Set<[UInt8]>, port: UInt16, interfaceIndex: UInt32) -> [Endpoint] {
+        func rank(_ bytes: [UInt8]) -> Int {
+            if bytes.count == 4 { return 0 }
+            return bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 ? 2 : 1
+        }
+        return addresses.sorted { a, b in
+            rank(a) != rank(b) ? rank(a) < rank(b) : a.lexicographicallyPrecedes(b)
+        }.map { bytes in
+            if bytes.count == 4 {
+                return .v4(a: bytes[0], b: bytes[1], c: bytes[2], d: bytes[3], port: port)
+            }
+            return .v6(bytes: bytes, port: port, scope: rank(bytes) == 2 ? interfaceIndex : 0)
+        }
+    }
+}

@@ -1,0 +1,228 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CLockstepPosix
+import Foundation
+import LockstepCore
+import Synchronization
+
+/// The UDP socket to peers, with kernel receive timestamps.
+///
+/// SwiftNIO's datagram channels do not surface `SO_TIMESTAMPNS`, and the clock exchange's
+/// accuracy depends on when a datagram reached this host, not when a user-space loop got to
+/// it. So this one socket is read by one dedicated thread with `recvmsg`, which hands each
+/// datagram with its kernel receive time (converted to `CLOCK_MONOTONIC`) to a callback. Sending
+/// is a plain `sendto` from any thread. One dual-stack IPv6 socket serves IPv4 and IPv6 peers.
+public final class PeerSocket: Sendable {
+    /// A datagram as it arrived.
+    public struct Datagram: Sendable {
+        public var bytes: [UInt8]
+        public var source: Endpoint
+        /// When the kernel received it, on `CLOCK_MONOTONIC` (ns); the read time if the kernel gave none.
+        public var receivedAt: Int64
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public let port: UInt16
+    private let fd: Int32
+    private let dualStack: Bool
+    private let wake: (read: Int32, write: Int32)
+    private let running = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let finished = Mutex<Bool>(false)
+
+    /// Binds `[::]:port` (IPv4 too), or `0.0.0.0:port` where IPv6 is unavailable. Port 0 picks one.
+    public init(port: UInt16, receiveBufferBytes: Int32 = 4 << 20) throws {
+        var fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var dual = true
+        if fd < 0 {
+            fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            dual = false
+        }
+        guard fd >= 0 else { throw Failure(description: "cannot create a UDP socket: \(String(cString: strerror(errno)))") }
+        var off: Int32 = 0, on: Int32 = 1, rcvbuf = receiveBufferBytes
+        if dual { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, socklen_t(MemoryLayout<Int32>.size)) }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        // A bounded kernel buffer: under a flood the kernel drops, the agent does not grow.
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, socklen_t(MemoryLayout<Int32>.size))
+        _ = lockstep_enable_rx_timestamps(fd)
+
+        var bound: Int32
+        if dual {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = port.bigEndian
+            a.sin6_addr = in6addr_any
+            bound = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+        } else {
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = port.bigEndian
+            bound = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        }
+        guard bound == 0 else {
+            let e = errno
+            close(fd)
+            throw Failure(description: "cannot bind UDP port \(port): \(String(cString: strerror(e)))")
+        }
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        self.port = Self.endpoint(from: storage)?.port ?? port
+        var pipes: [Int32] = [0, 0]
+        guard pipe(&pipes) == 0 else {
+            close(fd)
+            throw Failure(description: "cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        for p in pipes {
+            _ = fcntl(p, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(p, F_SETFL, O_NONBLOCK)
+        }
+        self.fd = fd
+        self.dualStack = dual
+        self.wake = (pipes[0], pipes[1])
+    }
+
+    deinit {
+        close(fd)
+        close(wake.read)
+        close(wake.write)
+    }
+
+    /// Starts the receive thread; `onDatagram` runs on it, once per datagram, in arrival order.
+    public func start(onDatagram: @escaping @Sendable (Datagram) -> Void) {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let thread = Thread { [self] in
+            self.receiveLoop(onDatagram)
+            self.finished.withLock { $0 = true }
+        }
+        thread.name = "lockstep-udp-rx"
+        thread.qualityOfService = .userInteractive
+        thread.start()
+    }
+
+    /// Stops the receive thread (returns once it has stopped).
+    public func stop() {
+        guard running.load(ordering: .acquiring), !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var b: UInt8 = 1
+        _ = write(wake.write, &b, 1)
+        while !finished.withLock({ $0 }) { usleep(1000) }
+    }
+
+    /// Sends one datagram. Returns false (and does not throw) when the kernel refuses it:
+    /// a peer that went away must not take the agent with it.
+    @discardableResult
+    public func send(_ bytes: [UInt8], to endpoint: Endpoint) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            switch endpoint {
+            case .v4(let a, let b, let c, let d, let port) where !dualStack:
+                var s = sockaddr_in()
+                s.sin_family = sa_family_t(AF_INET)
+                s.sin_port = port.bigEndian
+                s.sin_addr.s_addr = (UInt32(a) << 24 | UInt32(b) << 16 | UInt32(c) << 8 | UInt32(d)).bigEndian
+                return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } >= 0
+            case .v6 where !dualStack:
+                return false
+            default:
+                var s = Self.sockaddr6(endpoint)
+                return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } } >= 0
+            }
+        }
+    }
+
+    private func receiveLoop(_ onDatagram: @Sendable (Datagram) -> Void) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        while !stopped.load(ordering: .relaxed) {
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if fds[1].revents != 0 { return }
+            // Drain everything waiting before polling again.
+            while true {
+                var from = sockaddr_storage()
+                var fromLen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                var rxReal: Int64 = 0
+                var truncated: Int32 = 0
+                let n = buffer.withUnsafeMutableBytes { raw in
+                    lockstep_recv_timestamped(fd, raw.baseAddress, raw.count, &from, &fromLen, &rxReal, &truncated)
+                }
+                if n < 0 { break }
+                let monoNow = MonotonicClock.read()
+                var received = monoNow
+                if rxReal > 0 {
+                    var real = timespec()
+                    clock_gettime(CLOCK_REALTIME, &real)
+                    let realNow = Int64(real.tv_sec) * 1_000_000_000 + Int64(real.tv_nsec)
+                    let age = realNow - rxReal
+                    // A kernel timestamp from the future or older than a second is not believable
+                    // (the wall clock stepped); fall back to the read time.
+                    if age >= 0 && age < 1_000_000_000 { received = monoNow - age }
+                }
+                guard truncated == 0, let source = Self.endpoint(from: from) else { continue }
+                onDatagram(Datagram(bytes: Array(buffer[0..<n]), source: source, receivedAt: received))
+            }
+        }
+    }
+
+    static func sockaddr6(_ endpoint: Endpoint) -> sockaddr_in6 {
+        var s = sockaddr_in6()
+        s.sin6_family = sa_family_t(AF_INET6)
+        s.sin6_port = endpoint.port.bigEndian
+        var bytes = [UInt8](repeating: 0, count: 16)
+        switch endpoint {
+        case .v4(let a, let b, let c, let d, _):
+            bytes[10] = 0xff
+            bytes[11] = 0xff
+            bytes[12] = a
+            bytes[13] = b
+            bytes[14] = c
+            bytes[15] = d
+        case .v6(let raw, _, let scope):
+            bytes = raw
+            s.sin6_scope_id = scope
+        }
+        withUnsafeMutableBytes(of: &s.sin6_addr) { dst in
+            for i in 0..<16 { dst[i] = bytes[i] }
+        }
+        return s
+    }
+
+    static func endpoint(from storage: sockaddr_storage) -> Endpoint? {
+        var storage = storage
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
+                    let a = UInt32(bigEndian: p.pointee.sin_addr.s_addr)
+                    return Endpoint.v4(a: UInt8(a >> 24), b: UInt8(a >> 16 & 0xff), c: UInt8(a >> 8 & 0xff), d: UInt8(a & 0xff), port: UInt16(bigEndian: p.pointee.sin_port))
+                }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
+                    var bytes = [UInt8](repeating: 0, count: 16)
+                    withUnsafeBytes(of: p.pointee.sin6_addr) { src in for i in 0..<16 { bytes[i] = src[i] } }
+                    let port = UInt16(bigEndian: p.pointee.sin6_port)
+                    // An IPv4 peer on the dual-stack socket arrives as ::ffff:a.b.c.d.
+                    if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+                        return Endpoint.v4(a: bytes[12], b: bytes[13], c: bytes[14], d: bytes[15], port: port)
+                    }
+                    let linkLocal = bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80
+                    return Endpoint.v6(bytes: bytes, port: port, scope: linkLocal ? p.pointee.sin6_scope_id : 0)
+                }
+            }
+        default:
+            return nil
+        }
+    }
+}

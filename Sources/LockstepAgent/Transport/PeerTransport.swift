@@ -1,0 +1,157 @@
+import Foundation
+import LockstepCore
+import LockstepWire
+import Logging
+import Synchronization
+
+/// Peer datagrams in and out: seals and opens envelopes, stamps clock-exchange times at the
+/// last moment, applies test impairments, and counts (and logs, rate-limited) everything it drops.
+///
+/// Runs on the socket's receive thread: a datagram that fails any check never reaches the
+/// agent's core. Times handed in and out are on the agent's *device clock* (``DeviceClock``),
+/// which is the host's monotonic clock unless a test simulates another.
+public final class PeerTransport: Sendable {
+    /// An authenticated, decoded datagram.
+    public struct Inbound: Sendable {
+        public var sender: PeerID
+        public var incarnation: UInt64
+        public var message: PeerMessage
+        public var source: Endpoint
+        /// Kernel receive time on the device clock.
+        public var receivedAt: Int64
+    }
+
+    public let socket: PeerSocket
+    let sealer: EnvelopeSealer
+    let opener: EnvelopeOpener
+    public let deviceClock: DeviceClock
+    let impairments: ImpairmentPlan
+    let logger: Logger
+    private let delayLine: DelayLine?
+    private let counters = Mutex<[String: UInt64]>([:])
+    private let lastWarning = Mutex<[String: Int64]>([:])
+    private let random = Mutex(SystemRandomNumberGenerator())
+
+    /// Inbound datagrams waiting for the agent at most; more are dropped and counted.
+    public static let inboundCapacity = 4096
+
+    public init(socket: PeerSocket, sealer: EnvelopeSealer, opener: EnvelopeOpener, deviceClock: DeviceClock, impairments: ImpairmentPlan, logger: Logger) {
+        self.socket = socket
+        self.sealer = sealer
+        self.opener = opener
+        self.deviceClock = deviceClock
+        self.impairments = impairments
+        self.logger = logger
+        self.delayLine = impairments.isNone ? nil : DelayLine(send: { [socket] bytes, to in socket.send(bytes, to: to) })
+    }
+
+    /// The device clock now.
+    public func now() -> Int64 { deviceClock.device(fromHost: MonotonicClock.read()) }
+
+    /// Starts receiving; authenticated datagrams arrive on the returned stream.
+    public func start() -> AsyncStream<Inbound> {
+        let (stream, sink) = AsyncStream<Inbound>.makeStream(bufferingPolicy: .bufferingOldest(Self.inboundCapacity))
+        socket.start { [self] datagram in
+            let opened: (header: Envelope.Header, plaintext: [UInt8])
+            do throws(Envelope.Rejection) {
+                opened = try opener.open(datagram.bytes)
+            } catch {
+                if error != .fromSelf { drop(error.counterName, "dropped a datagram: \(error)", from: datagram.source) }
+                return
+            }
+            let message: PeerMessage
+            do throws(DecodeError) {
+                message = try PeerMessage.decode(opened.plaintext)
+            } catch {
+                drop("malformed", "dropped a malformed message: \(error)", from: datagram.source)
+                return
+            }
+            count("received")
+            let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, message: message, source: datagram.source, receivedAt: deviceClock.device(fromHost: datagram.receivedAt))
+            if case .dropped = sink.yield(inbound) {
+                drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
+            }
+        }
+        return stream
+    }
+
+    public func stop() {
+        socket.stop()
+        delayLine?.stop()
+    }
+
+    /// Sends `message` to `endpoint`. Clock exchanges get their send timestamp (t1 or t3) here,
+    /// as late as possible before the datagram leaves.
+    public func send(_ message: PeerMessage, to endpoint: Endpoint) {
+        var message = message
+        switch message {
+        case .clockRequest(let exchange, _):
+            message = .clockRequest(exchange: exchange, t1: now())
+        case .clockReply(let exchange, let t1, let t2, _):
+            message = .clockReply(exchange: exchange, t1: t1, t2: t2, t3: now())
+        default:
+            break
+        }
+        let plaintext = message.encoded()
+        guard plaintext.count <= Envelope.maxPlaintextBytes else {
+            count("too_large_to_send")
+            logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(message.typeCode)", "message.bytes": "\(plaintext.count)"])
+            return
+        }
+        let datagram = sealer.seal(plaintext)
+        count("sent")
+        guard let delayLine else {
+            if !socket.send(datagram, to: endpoint) { count("send_failed") }
+            return
+        }
+        impaired(datagram, to: endpoint, via: delayLine)
+    }
+
+    private func impaired(_ datagram: [UInt8], to endpoint: Endpoint, via line: DelayLine) {
+        let spec = impairments.spec(for: endpoint)
+        let (lose, copies, delays): (Bool, Int, [Int64]) = random.withLock { g in
+            let lose = spec.loss > 0 && Double.random(in: 0..<1, using: &g) < spec.loss
+            let copies = spec.duplicate > 0 && Double.random(in: 0..<1, using: &g) < spec.duplicate ? 2 : 1
+            let delays = (0..<copies).map { _ in
+                spec.delayNs + (spec.jitterNs > 0 ? Int64.random(in: -spec.jitterNs...spec.jitterNs, using: &g) : 0)
+            }
+            return (lose, copies, delays)
+        }
+        if lose {
+            count("impaired_lost")
+            return
+        }
+        if copies > 1 { count("impaired_duplicated") }
+        let now = MonotonicClock.read()
+        for d in delays {
+            if d <= 0 {
+                socket.send(datagram, to: endpoint)
+            } else {
+                line.schedule(datagram, to: endpoint, at: now + d)
+            }
+        }
+    }
+
+    // MARK: - Counters
+
+    /// Everything counted so far: sent, received, and each reason for dropping.
+    public var snapshot: [String: UInt64] { counters.withLock { $0 } }
+
+    func count(_ key: String) {
+        counters.withLock { $0[key, default: 0] += 1 }
+    }
+
+    /// Counts a drop and logs one line per reason at most every 10 s, with how many since.
+    private func drop(_ key: String, _ message: String, from source: Endpoint) {
+        count("dropped_" + key)
+        let now = MonotonicClock.read()
+        let due = lastWarning.withLock { last -> Bool in
+            if let t = last[key], now - t < 10 * Nanos.second { return false }
+            last[key] = now
+            return true
+        }
+        if due {
+            logger.warning("\(message)", metadata: ["peer.source": "\(source)", "dropped.total": "\(snapshot["dropped_" + key] ?? 0)"])
+        }
+    }
+}

@@ -1,0 +1,245 @@
+/// Cross-checks the clock estimates of a mesh: every agent measures every peer directly, peers
+/// gossip their direct estimates, and offsets around every triangle must add up.
+///
+/// Terms: the *local* agent is L. A *direct* estimate of peer P is L's own (``ClockEstimator``),
+/// on L's clock. A *report* from C about P is C's direct estimate of P, received over gossip; it
+/// is on C's clock, and is brought onto L's clock through L's direct estimate of C
+/// (``ClockEstimate/composed(with:atLocal:)``): the *two-hop path* L → C → P. The *closure error*
+/// of a path is how far it lands from the direct estimate; its *tolerance* is the sum of the
+/// statistical bounds involved (direct + L→C + C→P, each widened for its age).
+///
+/// Why: a two-way exchange cannot see its own path's asymmetry (it biases the offset by half of
+/// it, and the statistical bound assumes it away). Another path through the mesh can. When the
+/// direct estimate disagrees with at least ``Configuration/minAgreeingPaths`` two-hop paths that
+/// agree among themselves, and with more paths than agree with it, the direct link is distrusted
+/// and the best of those paths (smallest bound) is used instead. With a single alternative path
+/// (a triangle) a disagreement cannot be pinned on one link: the direct estimate is kept and
+/// marked untrusted.
+///
+/// Reports must carry *direct* measurements (never resolved ones), so that a replaced link does
+/// not echo around the mesh. A report is kept for ``Configuration/reportLifetimeNs`` after it was
+/// received; reports from agents L does not measure are ignored (their clock cannot be converted),
+/// and reports about peers L does not measure are kept for at most
+/// ``Configuration/maxUnknownTargets`` such peers. When a peer restarts (new clock epoch), call
+/// ``removePeer(_:)`` before giving it a new estimate: reports about its old epoch must go.
+///
+/// This is a consistency check, not a network-wide least-squares solution (as in e.g. PTP's
+/// boundary clocks or the "Huygens" mesh algorithm); it needs no coordination and tolerates
+/// missing reports.
+public struct MeshClock: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// How long a report stays usable after it was received.
+        public var reportLifetimeNs: Int64
+        /// Most targets kept per reporter.
+        public var maxReportsPerReporter: Int
+        /// Most distinct peers, not measured directly, that reports may be kept about.
+        public var maxUnknownTargets: Int
+        /// How many mutually agreeing two-hop paths it takes to overrule a direct estimate.
+        public var minAgreeingPaths: Int
+
+        public init(
+            reportLifetimeNs: Int64 = 10 * Nanos.second,
+            maxReportsPerReporter: Int = 64,
+            maxUnknownTargets: Int = 16,
+            minAgreeingPaths: Int = 2
+        ) {
+            precondition(minAgreeingPaths >= 1)
+            self.reportLifetimeNs = reportLifetimeNs
+            self.maxReportsPerReporter = maxReportsPerReporter
+            self.maxUnknownTargets = maxUnknownTargets
+            self.minAgreeingPaths = minAgreeingPaths
+        }
+    }
+
+    /// Where a resolved offset comes from.
+    public enum Source: Sendable, Hashable {
+        /// The local agent's own measurement.
+        case direct
+        /// The two-hop path through this peer.
+        case via(PeerID)
+    }
+
+    /// The offset to use for a peer, and how well the mesh agrees with it.
+    public struct ResolvedOffset: Sendable, Equatable {
+        /// The estimate to use, on the local clock, referenced at the time asked for.
+        public var estimate: ClockEstimate
+        public var source: Source
+        /// Two-hop paths compared with the direct estimate.
+        public var pathCount: Int
+        /// Paths that did not close within their tolerance.
+        public var disagreeingPaths: Int
+        /// Median |direct − path| over the paths, in ns (nil without a direct estimate or paths).
+        public var closureErrorNs: Double?
+        /// Largest |direct − path|, in ns.
+        public var worstClosureErrorNs: Double?
+        /// The tolerance of the path with the largest closure error, in ns.
+        public var worstClosureToleranceNs: Double?
+        /// False when the mesh contradicts the estimate used and cannot say which link is wrong.
+        public var trusted: Bool
+    }
+
+    /// A two-hop path to a peer, brought onto the local clock.
+    public struct Path: Sendable, Equatable {
+        public var via: PeerID
+        public var estimate: ClockEstimate
+    }
+
+    /// What happened to a report.
+    public enum ReportVerdict: Sendable, Equatable {
+        case stored
+        /// About ourselves, or from a peer about itself.
+        case ignoredSelf
+        /// From a peer we have no direct estimate of: its clock cannot be converted.
+        case ignoredUnknownReporter
+        /// Over a cap (targets per reporter, or peers we do not measure).
+        case ignoredOverCapacity
+    }
+
+    struct Report: Sendable {
+        var estimate: ClockEstimate
+        var receivedAt: Int64
+    }
+
+    public let localID: PeerID
+    public let configuration: Configuration
+    private var local: [PeerID: ClockEstimate] = [:]
+    private var reports: [PeerID: [PeerID: Report]] = [:]
+
+    public init(localID: PeerID, configuration: Configuration = .init()) {
+        self.localID = localID
+        self.configuration = configuration
+    }
+
+    /// The direct estimates, for gossip.
+    public var directEstimates: [PeerID: ClockEstimate] { local }
+
+    // MARK: - Input
+
+    /// The local agent's direct estimate of `peer` changed.
+    public mutating func updateLocal(peer: PeerID, estimate: ClockEstimate) {
+        guard peer != localID else { return }
+        local[peer] = estimate
+    }
+
+    /// `reporter` says this about `target`, on `reporter`'s clock.
+    @discardableResult
+    public mutating func updateReport(
+        from reporter: PeerID, target: PeerID, estimate: ClockEstimate, receivedAtLocal now: Int64
+    ) -> ReportVerdict {
+        guard reporter != localID, target != localID, target != reporter else { return .ignoredSelf }
+        guard local[reporter] != nil else { return .ignoredUnknownReporter }
+        var byTarget = reports[reporter] ?? [:]
+        byTarget = byTarget.filter { now &- $0.value.receivedAt < configuration.reportLifetimeNs }
+        if byTarget[target] == nil {
+            if byTarget.count >= configuration.maxReportsPerReporter { return .ignoredOverCapacity }
+            if local[target] == nil, !unknownTargets.contains(target),
+                unknownTargets.count >= configuration.maxUnknownTargets
+            {
+                return .ignoredOverCapacity
+            }
+        }
+        byTarget[target] = Report(estimate: estimate, receivedAt: now)
+        reports[reporter] = byTarget
+        return .stored
+    }
+
+    /// Forgets a peer: its direct estimate, its reports and the reports about it.
+    public mutating func removePeer(_ peer: PeerID) {
+        local[peer] = nil
+        reports[peer] = nil
+        for reporter in Array(reports.keys) {
+            reports[reporter]?[peer] = nil
+        }
+    }
+
+    /// Drops reports older than the lifetime.
+    public mutating func expire(atLocal now: Int64) {
+        for reporter in Array(reports.keys) {
+            let kept = reports[reporter]!.filter { now &- $0.value.receivedAt < configuration.reportLifetimeNs }
+            reports[reporter] = kept.isEmpty ? nil : kept
+        }
+    }
+
+    /// Peers that reports are kept about but that are not measured directly.
+    private var unknownTargets: Set<PeerID> {
+        var set = Set<PeerID>()
+        for byTarget in reports.values {
+            for target in byTarget.keys where local[target] == nil { set.insert(target) }
+        }
+        return set
+    }
+
+    // MARK: - Output
+
+    /// Every two-hop path to `peer` at local time `now`: the reporter and the composed estimate.
+    public func paths(to peer: PeerID, atLocal now: Int64) -> [Path] {
+        var out: [Path] = []
+        for (reporter, byTarget) in reports where reporter != peer {
+            guard let report = byTarget[peer], now &- report.receivedAt < configuration.reportLifetimeNs,
+                let first = local[reporter]
+            else { continue }
+            out.append(Path(via: reporter, estimate: first.composed(with: report.estimate, atLocal: now)))
+        }
+        return out.sorted { $0.via < $1.via }
+    }
+
+    /// The offset to use for `peer` at local time `now`, checked against the mesh.
+    public func resolved(peer: PeerID, atLocal now: Int64) -> ResolvedOffset? {
+        let paths = paths(to: peer, atLocal: now)
+        guard let direct = local[peer]?.rebased(toLocal: now) else {
+            // Only two-hop paths: the best one, trusted if none contradicts it.
+            guard let best = paths.min(by: { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs }) else { return nil }
+            let contradicted = paths.contains { !Self.agree(best.estimate, $0.estimate) }
+            return ResolvedOffset(
+                estimate: best.estimate, source: .via(best.via), pathCount: paths.count, disagreeingPaths: 0,
+                closureErrorNs: nil, worstClosureErrorNs: nil, worstClosureToleranceNs: nil, trusted: !contradicted
+            )
+        }
+        var resolved = ResolvedOffset(
+            estimate: direct, source: .direct, pathCount: paths.count, disagreeingPaths: 0,
+            closureErrorNs: nil, worstClosureErrorNs: nil, worstClosureToleranceNs: nil, trusted: true
+        )
+        guard !paths.isEmpty else { return resolved }
+
+        var errors: [Double] = []
+        var dissenters: [Path] = []
+        var worst = -1.0
+        for path in paths {
+            let error = (direct.offsetNs - path.estimate.offsetNs).magnitude
+            errors.append(error)
+            if error > worst {
+                worst = error
+                resolved.worstClosureToleranceNs = direct.errorBoundNs + path.estimate.errorBoundNs
+            }
+            if !Self.agree(direct, path.estimate) { dissenters.append(path) }
+        }
+        errors.sort()
+        let mid = errors.count / 2
+        resolved.closureErrorNs = errors.count % 2 == 1 ? errors[mid] : (errors[mid - 1] + errors[mid]) / 2
+        resolved.worstClosureErrorNs = worst
+        resolved.disagreeingPaths = dissenters.count
+        let supporters = paths.count - dissenters.count
+        guard !dissenters.isEmpty else { return resolved }
+
+        // The largest group of dissenting paths that agree with each other.
+        var consensus: [Path] = []
+        for candidate in dissenters {
+            let group = dissenters.filter { Self.agree(candidate.estimate, $0.estimate) }
+            if group.count > consensus.count { consensus = group }
+        }
+        if consensus.count >= configuration.minAgreeingPaths, consensus.count > supporters {
+            let best = consensus.min { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs }!
+            resolved.estimate = best.estimate
+            resolved.source = .via(best.via)
+            resolved.trusted = true
+        } else {
+            resolved.trusted = supporters >= dissenters.count
+        }
+        return resolved
+    }
+
+    /// Two estimates of the same offset at the same reference time agree within their bounds.
+    static func agree(_ a: ClockEstimate, _ b: ClockEstimate) -> Bool {
+        (a.offsetNs - b.offsetNs).magnitude <= a.errorBoundNs + b.errorBoundNs
+    }
+}

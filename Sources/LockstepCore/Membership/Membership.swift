@@ -1,0 +1,369 @@
+/// Who the peers are and whether they can be reached: discovered → resolved → reachable → lost.
+///
+/// Inputs are DNS-SD sightings (from any interface, either address family), static endpoints,
+/// and authenticated datagrams. A peer is *discovered* when DNS-SD names it, *resolved* when it
+/// has addresses, *reachable* while it answers, and *lost* when DNS-SD withdraws it and it does not
+/// answer a last probe, or when it has been silent for `lostAfterNs`. It comes back when heard again.
+///
+/// Identity is the peer id, never a host or instance name (avahi renames both on conflicts).
+/// A peer seen on several interfaces and families has several paths; one is preferred (the one
+/// last heard on, preferring IPv4, then global IPv6, then link-local), and the others take over
+/// when it goes quiet. A higher incarnation in a peer's datagrams means it restarted.
+public struct Membership: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Silent this long: lost.
+        public var lostAfterNs: Int64 = 3 * Nanos.second
+        /// After DNS-SD withdraws the last sighting, wait this long for an answer before calling it lost.
+        public var withdrawalGraceNs: Int64 = 400 * Nanos.millisecond
+        /// A preferred path not heard on for this long gives way to another path heard more recently.
+        public var pathFailoverNs: Int64 = 1 * Nanos.second
+        /// Non-preferred paths of a reachable peer are probed this often, so failover has somewhere to go.
+        public var alternateProbeIntervalNs: Int64 = 2 * Nanos.second
+        /// How often unreachable peers' and static endpoints' addresses are probed.
+        public var probeIntervalNs: Int64 = 500 * Nanos.millisecond
+        /// Probing lost peers slows to this.
+        public var lostProbeIntervalNs: Int64 = 2 * Nanos.second
+        /// Lost peers are forgotten after this long.
+        public var forgetAfterNs: Int64 = 10 * 60 * Nanos.second
+        /// At most this many peers are tracked; more are refused (and counted).
+        public var maxPeers: Int = 64
+        /// At most this many paths per peer.
+        public var maxPathsPerPeer: Int = 8
+
+        public init() {}
+    }
+
+    public enum State: String, Sendable, Codable, CustomStringConvertible {
+        case discovered, resolved, reachable, lost
+        public var description: String { rawValue }
+    }
+
+    /// How a path was learnt.
+    public enum PathSource: String, Sendable, Codable {
+        case mdns, `static`, learned
+    }
+
+    public struct Path: Sendable, Equatable {
+        public var endpoint: Endpoint
+        public var source: PathSource
+        public var lastHeard: Int64?
+        public var lastProbed: Int64?
+    }
+
+    /// A DNS-SD sighting: one instance on one interface.
+    public struct Sighting: Hashable, Sendable {
+        public var instance: String
+        public var interfaceIndex: UInt32
+        public init(instance: String, interfaceIndex: UInt32) {
+            self.instance = instance
+            self.interfaceIndex = interfaceIndex
+        }
+    }
+
+    public struct Peer: Sendable, Equatable {
+        public var id: PeerID
+        public var name: String
+        public var state: State
+        /// When `state` last changed.
+        public var since: Int64
+        public var lastHeard: Int64?
+        public var incarnation: UInt64?
+        public var paths: [Path]
+        public var preferred: Endpoint?
+        /// What DNS-SD currently shows, per instance and interface.
+        public var sightings: [Sighting: [Endpoint]]
+        /// Set when DNS-SD withdrew the last sighting: lost at this time unless heard before.
+        var withdrawnDeadline: Int64?
+        var withdrawnAt: Int64?
+    }
+
+    /// What changed, for the node to act on and for `lockstep watch`.
+    public enum Event: Sendable, Equatable {
+        case stateChanged(PeerID, from: State?, to: State)
+        /// The peer restarted (a higher incarnation): its clock and its records start anew.
+        case restarted(PeerID, incarnation: UInt64)
+        case renamed(PeerID, name: String)
+        case forgotten(PeerID)
+        /// A new peer was refused because ``Configuration/maxPeers`` are tracked.
+        case refused(PeerID)
+    }
+
+    public let configuration: Configuration
+    public let me: PeerID
+    public private(set) var peers: [PeerID: Peer] = [:]
+    /// Static endpoints whose peer is not known yet, and when each was last probed.
+    public private(set) var unidentified: [Endpoint: Int64?] = [:]
+    private var staticEndpoints: Set<Endpoint> = []
+
+    public init(me: PeerID, configuration: Configuration = .init()) {
+        self.me = me
+        self.configuration = configuration
+    }
+
+    // MARK: - Inputs
+
+    /// A DNS-SD sighting of `peer` (already checked to be in our group and not ourselves).
+    public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Sighting, endpoints: [Endpoint], now: Int64) -> [Event] {
+        guard peer != me else { return [] }
+        var events: [Event] = []
+        guard var p = existingOrNew(peer, now: now, events: &events) else { return events }
+        if let name, !name.isEmpty, p.name != name, p.lastHeard == nil {
+            p.name = name
+        }
+        p.sightings[sighting] = endpoints
+        p.withdrawnDeadline = nil
+        p.withdrawnAt = nil
+        Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfterNs)
+        if p.state == .discovered || (p.state == .lost && p.lastHeard == nil) {
+            transition(&p, to: p.paths.isEmpty ? .discovered : .resolved, now: now, events: &events)
+        } else if p.state == .lost {
+            // Seen again by DNS-SD: probe it (it becomes reachable once it answers).
+            for i in p.paths.indices { p.paths[i].lastProbed = nil }
+        }
+        peers[peer] = p
+        return events
+    }
+
+    /// DNS-SD withdrew an instance on an interface.
+    public mutating func onWithdrawal(_ sighting: Sighting, now: Int64) -> [Event] {
+        guard let id = peers.first(where: { $0.value.sightings[sighting] != nil })?.key, var p = peers[id] else { return [] }
+        var events: [Event] = []
+        p.sightings[sighting] = nil
+        Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfterNs)
+        if p.sightings.isEmpty && p.state != .lost {
+            // A rename shows as a withdrawal then a new sighting, and a peer may still answer on
+            // another path: give it a moment to answer before calling it lost.
+            p.withdrawnDeadline = now + configuration.withdrawalGraceNs
+            p.withdrawnAt = now
+            for i in p.paths.indices { p.paths[i].lastProbed = nil }
+            if p.state != .reachable { transition(&p, to: .lost, now: now, events: &events) }
+        }
+        peers[id] = p
+        return events
+    }
+
+    /// A static endpoint to contact (its peer id is learnt when it answers).
+    public mutating func addStatic(_ endpoint: Endpoint) {
+        staticEndpoints.insert(endpoint)
+        if !peers.values.contains(where: { $0.paths.contains { $0.endpoint == endpoint } }) {
+            unidentified[endpoint] = .some(nil)
+        }
+    }
+
+    /// An authenticated datagram from `peer` (incarnation from its envelope) arrived from `endpoint`.
+    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, from endpoint: Endpoint, now: Int64) -> [Event] {
+        guard peer != me else { return [] }
+        var events: [Event] = []
+        guard var p = existingOrNew(peer, now: now, events: &events) else { return events }
+        if let known = p.incarnation, incarnation > known {
+            events.append(.restarted(peer, incarnation: incarnation))
+            // A restarted peer has new ports: what we learned from its old life is stale.
+            p.paths.removeAll { $0.source == .learned }
+            p.preferred = nil
+        }
+        if p.incarnation.map({ incarnation >= $0 }) ?? true { p.incarnation = incarnation }
+        unidentified[endpoint] = nil
+        let source: PathSource = staticEndpoints.contains(endpoint) ? .static : .learned
+        Self.addPath(endpoint, source: source, to: &p, limit: configuration.maxPathsPerPeer)
+        if let i = p.paths.firstIndex(where: { $0.endpoint == endpoint }) { p.paths[i].lastHeard = now }
+        p.lastHeard = now
+        if let at = p.withdrawnAt, now >= at { p.withdrawnDeadline = nil }
+        p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailoverNs)
+        if p.state != .reachable { transition(&p, to: .reachable, now: now, events: &events) }
+        peers[peer] = p
+        return events
+    }
+
+    /// The peer's own name, from its hello.
+    public mutating func onName(_ peer: PeerID, name: String) -> [Event] {
+        guard var p = peers[peer], !name.isEmpty, p.name != name else { return [] }
+        p.name = name
+        peers[peer] = p
+        return [.renamed(peer, name: name)]
+    }
+
+    /// The peer said goodbye: lost now.
+    public mutating func onGoodbye(_ peer: PeerID, now: Int64) -> [Event] {
+        guard var p = peers[peer], p.state != .lost else { return [] }
+        var events: [Event] = []
+        transition(&p, to: .lost, now: now, events: &events)
+        peers[peer] = p
+        return events
+    }
+
+    /// Time passes: lost detection, path failover, forgetting.
+    public mutating func onTick(now: Int64) -> [Event] {
+        var events: [Event] = []
+        for id in Array(peers.keys) {
+            guard var p = peers[id] else { continue }
+            if p.state == .reachable {
+                let silent = p.lastHeard.map { now - $0 >= configuration.lostAfterNs } ?? true
+                let withdrawn = p.withdrawnDeadline.map { now >= $0 } ?? false
+                if silent || withdrawn {
+                    p.withdrawnDeadline = nil
+                    transition(&p, to: .lost, now: now, events: &events)
+                } else {
+                    p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailoverNs)
+                }
+            } else if p.state == .lost {
+                if now - p.since >= configuration.forgetAfterNs {
+                    peers[id] = nil
+                    events.append(.forgotten(id))
+                    continue
+                }
+                if let w = p.withdrawnDeadline, now >= w { p.withdrawnDeadline = nil }
+            }
+            peers[id] = p
+        }
+        return events
+    }
+
+    // MARK: - Outputs
+
+    /// Endpoints to probe now (peers not reachable, alternate paths of reachable peers, static
+    /// endpoints not identified yet), marking them probed. The preferred path of a reachable peer
+    /// is kept alive by the clock exchanges, not by probes.
+    public mutating func probes(now: Int64) -> [Endpoint] {
+        var out: [Endpoint] = []
+        for id in Array(peers.keys) {
+            guard var p = peers[id] else { continue }
+            var changed = false
+            for i in p.paths.indices {
+                guard let interval = probeInterval(p, p.paths[i]) else { continue }
+                if p.paths[i].lastProbed.map({ now - $0 >= interval }) ?? true {
+                    p.paths[i].lastProbed = now
+                    out.append(p.paths[i].endpoint)
+                    changed = true
+                }
+            }
+            if changed { peers[id] = p }
+        }
+        for (endpoint, last) in unidentified where last.map({ now - $0 >= configuration.probeIntervalNs }) ?? true {
+            unidentified[endpoint] = .some(now)
+            out.append(endpoint)
+        }
+        return out
+    }
+
+    /// How often `path` of `p` is probed; nil if it is not.
+    private func probeInterval(_ p: Peer, _ path: Path) -> Int64? {
+        switch p.state {
+        case .reachable:
+            if p.withdrawnDeadline != nil { return configuration.probeIntervalNs }
+            return path.endpoint == p.preferred ? nil : configuration.alternateProbeIntervalNs
+        case .discovered, .resolved:
+            return configuration.probeIntervalNs
+        case .lost:
+            if p.withdrawnDeadline != nil { return configuration.probeIntervalNs }
+            // Withdrawn by DNS-SD and silent: probe only what DNS-SD still shows, what was
+            // configured, or what the peer itself used (a healed partition brings that back).
+            if !p.sightings.isEmpty || path.source != .mdns { return configuration.lostProbeIntervalNs }
+            return nil
+        }
+    }
+
+    /// The earliest time at which ``onTick(now:)`` or ``probes(now:)`` has something to do.
+    public func nextDeadline(after now: Int64) -> Int64 {
+        var next = Int64.max
+        for p in peers.values {
+            switch p.state {
+            case .reachable:
+                if let h = p.lastHeard { next = min(next, h + configuration.lostAfterNs) }
+                if let w = p.withdrawnDeadline { next = min(next, w) }
+            case .lost:
+                next = min(next, p.since + configuration.forgetAfterNs)
+                if let w = p.withdrawnDeadline { next = min(next, w) }
+            case .discovered, .resolved:
+                break
+            }
+            for path in p.paths {
+                if let interval = probeInterval(p, path) { next = min(next, (path.lastProbed ?? now) + interval) }
+            }
+        }
+        for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeIntervalNs) }
+        return max(next, now)
+    }
+
+    public var reachable: [PeerID] {
+        peers.values.filter { $0.state == .reachable }.map(\.id).sorted()
+    }
+
+    public func isReachable(_ peer: PeerID) -> Bool { peers[peer]?.state == .reachable }
+
+    /// Where to send to `peer`: its preferred path, else the most recently heard, else any.
+    public func endpoint(of peer: PeerID) -> Endpoint? {
+        guard let p = peers[peer] else { return nil }
+        return p.preferred ?? p.paths.max { ($0.lastHeard ?? .min) < ($1.lastHeard ?? .min) }?.endpoint
+    }
+
+    // MARK: - Helpers
+
+    private mutating func existingOrNew(_ id: PeerID, now: Int64, events: inout [Event]) -> Peer? {
+        if let p = peers[id] { return p }
+        guard peers.count < configuration.maxPeers else {
+            events.append(.refused(id))
+            return nil
+        }
+        let p = Peer(id: id, name: id.short, state: .discovered, since: now, lastHeard: nil, incarnation: nil, paths: [], preferred: nil, sightings: [:])
+        events.append(.stateChanged(id, from: nil, to: .discovered))
+        return p
+    }
+
+    private func transition(_ p: inout Peer, to state: State, now: Int64, events: inout [Event]) {
+        guard p.state != state else { return }
+        events.append(.stateChanged(p.id, from: p.state, to: state))
+        p.state = state
+        p.since = now
+    }
+
+    /// Makes the DNS-SD paths exactly what the current sightings show. A path DNS-SD no longer
+    /// shows but the peer still uses stays, as a learned one.
+    private static func syncDNSPaths(_ p: inout Peer, now: Int64, limit: Int, keepHeardWithin: Int64) {
+        let shown = Set(p.sightings.values.joined())
+        p.paths.removeAll { path in
+            guard path.source == .mdns, !shown.contains(path.endpoint) else { return false }
+            return !(path.lastHeard.map { now - $0 < keepHeardWithin } ?? false)
+        }
+        for i in p.paths.indices where p.paths[i].source == .mdns && !shown.contains(p.paths[i].endpoint) {
+            p.paths[i].source = .learned
+        }
+        if let preferred = p.preferred, !p.paths.contains(where: { $0.endpoint == preferred }) { p.preferred = nil }
+        for e in p.sightings.values.joined() { addPath(e, source: .mdns, to: &p, limit: limit) }
+    }
+
+    private static func addPath(_ e: Endpoint, source: PathSource, to p: inout Peer, limit: Int) {
+        if let i = p.paths.firstIndex(where: { $0.endpoint == e }) {
+            // A path known from DNS-SD or configuration keeps that source; learned paths may be upgraded.
+            if p.paths[i].source == .learned && source != .learned { p.paths[i].source = source }
+            return
+        }
+        if p.paths.count >= limit {
+            // Drop the path heard from longest ago (never heard counts as oldest).
+            guard let oldest = p.paths.indices.min(by: { (p.paths[$0].lastHeard ?? .min) < (p.paths[$1].lastHeard ?? .min) }) else { return }
+            p.paths.remove(at: oldest)
+        }
+        p.paths.append(Path(endpoint: e, source: source, lastHeard: nil, lastProbed: nil))
+    }
+
+    /// Rank of an address family/scope: lower is better.
+    static func rank(_ e: Endpoint) -> Int {
+        if e.isLoopback { return 3 }
+        if e.isIPv4 { return 0 }
+        return e.isLinkLocal ? 2 : 1
+    }
+
+    /// Keeps the preferred path while it is heard; otherwise the best-ranked path heard more
+    /// recently than it (alternates are probed every few seconds, so they stay fresh).
+    static func choosePath(_ p: Peer, now: Int64, failover: Int64) -> Endpoint? {
+        let current = p.preferred.flatMap { e in p.paths.first { $0.endpoint == e } }
+        if let current, let heard = current.lastHeard, now - heard < failover { return current.endpoint }
+        let floor = current?.lastHeard ?? .min
+        let better = p.paths.filter { ($0.lastHeard ?? .min) > floor && $0.endpoint != current?.endpoint }
+        let windowStart = now - 4 * failover
+        let candidates = better.filter { ($0.lastHeard ?? .min) >= windowStart }
+        if let best = (candidates.isEmpty ? better : candidates).min(by: { (rank($0.endpoint), -($0.lastHeard ?? 0)) < (rank($1.endpoint), -($1.lastHeard ?? 0)) }) {
+            return best.endpoint
+        }
+        return current?.endpoint ?? p.paths.max { ($0.lastHeard ?? .min) < ($1.lastHeard ?? .min) }?.endpoint
+    }
+}

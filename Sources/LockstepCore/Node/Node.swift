@@ -1,0 +1,196 @@
+/// One agent's protocol logic, whole: membership, clock estimation, and (in the files beside
+/// this one) group state and player coordination. A value type with no I/O: every input is an
+/// `on…` call with the current time, every output a ``NodeDirective`` for the shell to carry out.
+///
+/// Times are on the node's *local clock*: the agent's device clock (the host's monotonic clock
+/// in production; a simulated one in tests). Several nodes with a simulated network between them
+/// make a deterministic, sleep-free simulation of a whole group (see `Tests/LockstepCoreTests`).
+public struct Node: Sendable {
+    public struct Identity: Sendable, Equatable {
+        public var peer: PeerID
+        public var incarnation: UInt64
+        public var name: String
+
+        public init(peer: PeerID, incarnation: UInt64, name: String) {
+            self.peer = peer
+            self.incarnation = incarnation
+            self.name = name
+        }
+    }
+
+    public struct Configuration: Sendable {
+        public var membership = Membership.Configuration()
+        public var estimator = ClockEstimator.Configuration()
+        public var exchanges = ExchangeScheduler.Configuration()
+
+        public init() {}
+    }
+
+    /// The clock exchanges with one reachable peer.
+    public struct PeerClock: Sendable {
+        public var estimator: ClockEstimator
+        public var scheduler: ExchangeScheduler
+        var nextExchange: UInt32 = 0
+        /// Where the outstanding exchanges went (a reply from another path is not a sample of this one).
+        var sentTo: Endpoint?
+        public var lost: UInt64 = 0
+        public var rejected: UInt64 = 0
+    }
+
+    public let identity: Identity
+    public let configuration: Configuration
+    public private(set) var membership: Membership
+    public private(set) var clocks: [PeerID: PeerClock] = [:]
+
+    public init(identity: Identity, configuration: Configuration = .init()) {
+        self.identity = identity
+        self.configuration = configuration
+        self.membership = Membership(me: identity.peer, configuration: configuration.membership)
+    }
+
+    // MARK: - Discovery
+
+    /// DNS-SD saw `peer` (in our group) on an interface, with these addresses.
+    public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Membership.Sighting, endpoints: [Endpoint], now: Int64) -> [NodeDirective] {
+        var out = apply(membership.onSighting(peer, name: name, sighting: sighting, endpoints: endpoints, now: now), now: now)
+        out += onTick(now: now)
+        return out
+    }
+
+    /// DNS-SD withdrew a sighting.
+    public mutating func onWithdrawal(_ sighting: Membership.Sighting, now: Int64) -> [NodeDirective] {
+        var out = apply(membership.onWithdrawal(sighting, now: now), now: now)
+        out += onTick(now: now)
+        return out
+    }
+
+    /// A peer to contact without discovery.
+    public mutating func addStatic(_ endpoint: Endpoint, now: Int64) -> [NodeDirective] {
+        membership.addStatic(endpoint)
+        return onTick(now: now)
+    }
+
+    // MARK: - Datagrams
+
+    /// An authenticated message from `sender` arrived from `source` at `receivedAt` (kernel time).
+    public mutating func onMessage(_ message: PeerMessage, from sender: PeerID, incarnation: UInt64, source: Endpoint, receivedAt: Int64, now: Int64) -> [NodeDirective] {
+        var out = apply(membership.onHeard(sender, incarnation: incarnation, from: source, now: receivedAt), now: now)
+        switch message {
+        case .clockRequest(let exchange, let t1):
+            // t3 is stamped by the shell at the moment the reply leaves.
+            out.append(.send(.clockReply(exchange: exchange, t1: t1, t2: receivedAt, t3: 0), to: source))
+        case .clockReply(let exchange, let t1, let t2, let t3):
+            onClockReply(sender, exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), source: source)
+        case .hello(let name, let wantsReply):
+            out += apply(membership.onName(sender, name: name), now: now)
+            if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
+        case .goodbye:
+            out += apply(membership.onGoodbye(sender, now: now), now: now)
+        default:
+            break
+        }
+        return out
+    }
+
+    private mutating func onClockReply(_ peer: PeerID, exchange: UInt32, sample: ClockSample, source: Endpoint) {
+        guard exchange != 0, var c = clocks[peer] else { return }
+        guard case .matched = c.scheduler.onReply(exchangeID: UInt64(exchange), atLocal: sample.t4) else { return }
+        guard c.sentTo == nil || c.sentTo == source else {
+            clocks[peer] = c
+            return
+        }
+        switch c.estimator.onSample(sample) {
+        case .clockStepped:
+            c.scheduler.restartBurst(atLocal: sample.t4)
+        case .accepted:
+            break
+        default:
+            c.rejected += 1
+        }
+        clocks[peer] = c
+    }
+
+    // MARK: - Time
+
+    /// Time passes: lost peers, probes, clock exchanges.
+    public mutating func onTick(now: Int64) -> [NodeDirective] {
+        var out = apply(membership.onTick(now: now), now: now)
+        for endpoint in membership.probes(now: now) {
+            out.append(.send(.clockRequest(exchange: 0, t1: 0), to: endpoint))
+        }
+        for peer in membership.reachable {
+            guard var c = clocks[peer], let endpoint = membership.endpoint(of: peer) else { continue }
+            c.lost += UInt64(c.scheduler.expire(atLocal: now).count)
+            let estimate = c.estimator.estimate(atLocal: now)
+            if c.scheduler.shouldSend(atLocal: now, estimate: estimate) {
+                c.nextExchange = c.nextExchange == .max ? 1 : c.nextExchange + 1
+                c.scheduler.onSent(exchangeID: UInt64(c.nextExchange), atLocal: now)
+                if c.sentTo != endpoint {
+                    // A new path: samples from the old one must not mix with this one's.
+                    c.sentTo = endpoint
+                }
+                out.append(.send(.clockRequest(exchange: c.nextExchange, t1: 0), to: endpoint))
+            }
+            clocks[peer] = c
+        }
+        return out
+    }
+
+    /// When ``onTick(now:)`` next has work.
+    public func nextDeadline(now: Int64) -> Int64 {
+        var next = membership.nextDeadline(after: now)
+        for (peer, c) in clocks where membership.isReachable(peer) {
+            next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
+        }
+        return max(next, now)
+    }
+
+    /// What to send before shutting down: a goodbye to every reachable peer.
+    public func shutdown() -> [NodeDirective] {
+        membership.reachable.compactMap { peer in membership.endpoint(of: peer).map { .send(.goodbye, to: $0) } }
+    }
+
+    // MARK: - Queries
+
+    /// The current estimate of `peer`'s clock (peer minus local), if usable.
+    public func clockEstimate(of peer: PeerID, now: Int64) -> ClockEstimate? {
+        clocks[peer]?.estimator.estimate(atLocal: now)
+    }
+
+    // MARK: - Membership events
+
+    private mutating func apply(_ events: [Membership.Event], now: Int64) -> [NodeDirective] {
+        var out: [NodeDirective] = []
+        for event in events {
+            out.append(.membership(event))
+            switch event {
+            case .stateChanged(let peer, _, .reachable):
+                if clocks[peer] == nil {
+                    clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
+                }
+                if let endpoint = membership.endpoint(of: peer) {
+                    out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
+                }
+            case .restarted(let peer, _):
+                // A new incarnation may run on a new clock epoch: start the estimate afresh.
+                clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
+                if let endpoint = membership.endpoint(of: peer) {
+                    out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
+                }
+            case .forgotten(let peer):
+                clocks[peer] = nil
+            default:
+                break
+            }
+        }
+        return out
+    }
+}
+
+/// What a ``Node`` asks its shell to do.
+public enum NodeDirective: Sendable, Equatable {
+    /// Send a message. Clock requests and replies get their send time (t1, t3) from the shell.
+    case send(PeerMessage, to: Endpoint)
+    /// A membership change, for logs and watchers.
+    case membership(Membership.Event)
+}

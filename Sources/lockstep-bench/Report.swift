@@ -1,0 +1,73 @@
+import Foundation
+
+/// What every benchmark prints: its parameters, its figures, and each goal with target,
+/// measured value and whether it was met. Human text by default, one JSON object with `--json`.
+struct Report: Encodable {
+    struct Goal: Encodable {
+        var name: String
+        var target: String
+        var measured: String
+        var met: Bool
+    }
+
+    var benchmark: String
+    var parameters: [String: String] = [:]
+    var figures: [String: Double] = [:]
+    /// Tables for humans (and kept in JSON for completeness), e.g. one row per scenario.
+    var tables: [String: [[String: String]]] = [:]
+    var goals: [Goal] = []
+    var notes: [String] = []
+
+    mutating func goal(_ name: String, target: String, measured: String, met: Bool) {
+        goals.append(Goal(name: name, target: target, measured: measured, met: met))
+    }
+
+    func print(json: Bool) {
+        if json {
+            let e = JSONEncoder()
+            e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            Swift.print(String(decoding: (try? e.encode(self)) ?? Data(), as: UTF8.self))
+            return
+        }
+        Swift.print("== \(benchmark)")
+        for (k, v) in parameters.sorted(by: { $0.key < $1.key }) { Swift.print("  \(k): \(v)") }
+        for (name, rows) in tables.sorted(by: { $0.key < $1.key }) {
+            Swift.print("\n\(name)")
+            guard let first = rows.first else { continue }
+            let columns = first.keys.sorted()
+            let order = (rows.first?["_order"]).map { $0.split(separator: ",").map(String.init) } ?? columns
+            let cols = order.filter { $0 != "_order" }
+            var widths = cols.map(\.count)
+            for r in rows { for (i, c) in cols.enumerated() { widths[i] = max(widths[i], (r[c] ?? "").count) } }
+            func line(_ cells: [String]) -> String {
+                cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset] + 2, withPad: " ", startingAt: 0) }.joined()
+            }
+            Swift.print("  " + line(cols))
+            for r in rows { Swift.print("  " + line(cols.map { r[$0] ?? "" })) }
+        }
+        if !goals.isEmpty {
+            Swift.print("\ngoals")
+            for g in goals { Swift.print("  [\(g.met ? "met" : "NOT MET")] \(g.name): target \(g.target), measured \(g.measured)") }
+        }
+        for n in notes { Swift.print("note: \(n)") }
+    }
+}
+
+/// Percentiles of a sample (nearest rank).
+struct Stats {
+    let sorted: [Double]
+    init(_ values: [Double]) { sorted = values.sorted() }
+    var count: Int { sorted.count }
+    func percentile(_ p: Double) -> Double {
+        guard !sorted.isEmpty else { return .nan }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[Swift.min(Swift.max(rank, 0), sorted.count - 1)]
+    }
+    var median: Double { percentile(50) }
+    var max: Double { sorted.last ?? .nan }
+    var min: Double { sorted.first ?? .nan }
+}
+
+func fmt(_ v: Double, _ digits: Int = 3) -> String {
+    v.isNaN ? "-" : String(format: "%.\(digits)f", v)
+}

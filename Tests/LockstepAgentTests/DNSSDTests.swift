@@ -1,0 +1,370 @@
+import LockstepCore
+import Logging
+import Testing
+
+@testable import LockstepAgent
+
+// MARK: - TXT records
+
+@Suite struct TXTRecordTests {
+    @Test func encodesEntriesSortedByLowercasedKey() throws {
+        let bytes = try TXTRecord.encode(["b": "2", "A": "1"])
+        #expect(bytes == [3] + Array("a=1".utf8) + [3] + Array("b=2".utf8))
+    }
+
+    @Test func encodesAnEmptyDictionaryAsOneEmptyString() throws {
+        #expect(try TXTRecord.encode([:]) == [0])
+    }
+
+    @Test func encodesAnEmptyValueWithItsEqualsSign() throws {
+        #expect(try TXTRecord.encode(["flag": ""]) == [5] + Array("flag=".utf8))
+    }
+
+    @Test func refusesAnEmptyKey() {
+        #expect(throws: TXTRecordError.emptyKey) { try TXTRecord.encode(["": "x"]) }
+    }
+
+    @Test func refusesKeysWithEqualsOrOutsidePrintableASCII() {
+        #expect(throws: TXTRecordError.invalidKey("a=b")) { try TXTRecord.encode(["a=b": "x"]) }
+        #expect(throws: TXTRecordError.invalidKey("clé")) { try TXTRecord.encode(["clé": "x"]) }
+        #expect(throws: TXTRecordError.invalidKey("a\tb")) { try TXTRecord.encode(["a\tb": "x"]) }
+    }
+
+    @Test func refusesKeysThatDifferOnlyInCase() {
+        #expect(throws: TXTRecordError.duplicateKey("id")) { try TXTRecord.encode(["id": "1", "ID": "2"]) }
+    }
+
+    @Test func acceptsAnEntryOf255BytesAndRefuses256() throws {
+        let fits = String(repeating: "v", count: 255 - 2)  // "k=" + value
+        #expect(try TXTRecord.encode(["k": fits]).count == 256)
+        #expect(throws: TXTRecordError.entryTooLong(key: "k", bytes: 256)) {
+            try TXTRecord.encode(["k": fits + "v"])
+        }
+    }
+
+    @Test func countsValueBytesNotCharacters() {
+        let value = String(repeating: "é", count: 127)  // 254 bytes
+        #expect(throws: TXTRecordError.entryTooLong(key: "k", bytes: 256)) { try TXTRecord.encode(["k": value]) }
+    }
+
+    @Test func refusesRecordsOver1300Bytes() {
+        var txt: [String: String] = [:]
+        for i in 0..<6 { txt["k\(i)"] = String(repeating: "x", count: 250) }  // 6 × 254 bytes
+        #expect(throws: TXTRecordError.recordTooLong(bytes: 6 * 254)) { try TXTRecord.encode(txt) }
+    }
+
+    @Test func decodesWhatItEncodes() throws {
+        let txt = ["id": "0123456789abcdef0123456789abcdef", "group": "living room", "v": "1", "empty": "", "eq": "a=b"]
+        #expect(TXTRecord.decode(try TXTRecord.encode(txt)) == txt)
+    }
+
+    @Test func decodesAvahisEmptyRecordAsEmpty() {
+        #expect(TXTRecord.decode([0]) == [:])
+        #expect(TXTRecord.decode([]) == [:])
+    }
+
+    @Test func decodeLowercasesKeysAndKeepsTheFirstOfDuplicates() {
+        let bytes: [UInt8] = [4] + Array("ID=1".utf8) + [4] + Array("id=2".utf8)
+        #expect(TXTRecord.decode(bytes) == ["id": "1"])
+    }
+
+    @Test func decodeReadsABareKeyAsAnEmptyValue() {
+        #expect(TXTRecord.decode([4] + Array("flag".utf8)) == ["flag": ""])
+    }
+
+    @Test func decodeSkipsEmptyKeysAndValuesThatAreNotUTF8() {
+        let bytes: [UInt8] = [2] + Array("=x".utf8) + [3, UInt8(ascii: "b"), UInt8(ascii: "="), 0xff] + [3] + Array("c=3".utf8)
+        #expect(TXTRecord.decode(bytes) == ["c": "3"])
+    }
+
+    @Test func decodeKeepsWhatPrecedesATruncatedEntry() {
+        let bytes: [UInt8] = [3] + Array("a=1".utf8) + [9] + Array("b=2".utf8)
+        #expect(TXTRecord.decode(bytes) == ["a": "1"])
+    }
+}
+
+// MARK: - Errors
+
+@Suite struct DNSSDErrorTests {
+    @Test func mapsCodesToNamedCases() {
+        #expect(DNSSDError(code: -65537) == .unknown)
+        #expect(DNSSDError(code: -65548) == .nameConflict)
+        #expect(DNSSDError(code: -65544)?.name == "kDNSServiceErr_Unsupported")
+        #expect("\(DNSSDError.unknown)" == "kDNSServiceErr_Unknown")
+    }
+
+    @Test func noErrorIsNotAnError() {
+        #expect(DNSSDError(code: 0) == nil)
+    }
+
+    @Test func keepsTheNumberOfAnUnknownCode() {
+        #expect(DNSSDError(code: -1) == .other(-1))
+        #expect(DNSSDError.other(-1).name == "kDNSServiceErr(-1)")
+        #expect(DNSSDError.other(-1).code == -1)
+    }
+
+    @Test func everyNamedCaseRoundTripsThroughItsCode() {
+        let all: [DNSSDError] = [
+            .unknown, .noSuchName, .noMemory, .badParam, .badReference, .badState, .badFlags, .unsupported,
+            .notInitialized, .alreadyRegistered, .nameConflict, .invalid, .firewall, .incompatible,
+            .badInterfaceIndex, .refused, .noSuchRecord, .noAuth, .noSuchKey, .natTraversal, .doubleNAT, .badTime,
+        ]
+        for error in all {
+            #expect(DNSSDError(code: error.code) == error)
+            #expect(error.name.hasPrefix("kDNSServiceErr_"))
+        }
+        #expect(Set(all.map(\.code)).count == all.count)
+    }
+}
+
+// MARK: - Tracker
+
+@Suite struct DNSSDTrackerTests {
+    static let eth0: UInt32 = 2
+    static let a = DNSSDServiceKey(name: "alpha", interfaceIndex: eth0)
+    static let b = DNSSDServiceKey(name: "beta", interfaceIndex: eth0)
+    static let hostA = DNSSDHostKey(host: "vm-2.local.", interfaceIndex: eth0)
+    static let hostB = DNSSDHostKey(host: "vm-3.local.", interfaceIndex: eth0)
+    static let v4: [UInt8] = [10, 77, 0, 2]
+    static let v6LinkLocal: [UInt8] = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7]
+    static let v6Global: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+
+    func makeTracker(maxServices: Int = 8) -> DNSSDTracker { DNSSDTracker(maxServices: maxServices) }
+
+    /// A tracker that has reported `alpha` on eth0 at 10.77.0.2:5000 with TXT id=a.
+    func reportedTracker() -> DNSSDTracker {
+        var t = makeTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        _ = t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: ["id": "a"])
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: true)
+        _ = t.flush()
+        return t
+    }
+
+    func service(_ endpoints: [Endpoint], key: DNSSDServiceKey = a, host: String = hostA.host, txt: [String: String] = ["id": "a"]) -> DNSSDTracker.Directive {
+        .emit(.serviceUpdated(DiscoveredService(instanceName: key.name, interfaceIndex: key.interfaceIndex, hostTarget: host, txt: txt, endpoints: endpoints)))
+    }
+
+    @Test func aBrowseAddStartsOneResolveEvenWhenReportedPerProtocol() {
+        var t = makeTracker()
+        #expect(t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0) == [.startResolve(Self.a)])
+        #expect(t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0) == [])
+    }
+
+    @Test func theSameNameOnAnotherInterfaceIsAnotherInstance() {
+        var t = makeTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        #expect(t.onBrowse(added: true, name: "alpha", interfaceIndex: 1) == [.startResolve(DNSSDServiceKey(name: "alpha", interfaceIndex: 1))])
+    }
+
+    @Test func anInstanceIsRemovedOnlyWhenEveryProtocolRemovedIt() {
+        var t = reportedTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)  // second protocol
+        #expect(t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0) == [])
+        #expect(
+            t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0) == [
+                .stopResolve(Self.a), .stopAddressQueries(Self.hostA),
+                .emit(.serviceRemoved(instanceName: "alpha", interfaceIndex: Self.eth0)),
+            ])
+    }
+
+    @Test func removingAnInstanceNeverReportedEmitsNothing() {
+        var t = makeTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        #expect(t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0) == [.stopResolve(Self.a)])
+    }
+
+    @Test func aRemoveForAnUnknownInstanceIsIgnored() {
+        var t = makeTracker()
+        #expect(t.onBrowse(added: false, name: "ghost", interfaceIndex: Self.eth0) == [])
+    }
+
+    @Test func aResolveStartsAddressQueriesButEmitsNothingWithoutAnAddress() {
+        var t = makeTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        #expect(t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: ["id": "a"]) == [.startAddressQueries(Self.hostA)])
+        #expect(t.flush() == [])
+    }
+
+    @Test func answersHandledTogetherGiveOneUpdateWithAllEndpointsInOrder() {
+        var t = makeTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        _ = t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: ["id": "a"])
+        _ = t.onAddress(Self.hostA, address: Self.v6LinkLocal, added: true)
+        _ = t.onAddress(Self.hostA, address: Self.v6Global, added: true)
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: true)
+        #expect(
+            t.flush() == [
+                service([
+                    .v4(a: 10, b: 77, c: 0, d: 2, port: 5000),
+                    .v6(bytes: Self.v6Global, port: 5000, scope: 0),
+                    .v6(bytes: Self.v6LinkLocal, port: 5000, scope: Self.eth0),
+                ])
+            ])
+        #expect(t.flush() == [])
+    }
+
+    @Test func anAddressReportedOverBothProtocolsStaysUntilBothRemoveIt() {
+        var t = reportedTracker()
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: true)  // again, over IPv6
+        _ = t.onAddress(Self.hostA, address: Self.v6LinkLocal, added: true)
+        #expect(t.flush() == [service([.v4(a: 10, b: 77, c: 0, d: 2, port: 5000), .v6(bytes: Self.v6LinkLocal, port: 5000, scope: Self.eth0)])])
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: false)
+        #expect(t.flush() == [])
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: false)
+        #expect(t.flush() == [service([.v6(bytes: Self.v6LinkLocal, port: 5000, scope: Self.eth0)])])
+    }
+
+    @Test func losingEveryAddressKeepsTheLastReportedValue() {
+        var t = reportedTracker()
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: false)
+        #expect(t.flush() == [])
+        _ = t.onAddress(Self.hostA, address: [10, 77, 0, 9], added: true)
+        #expect(t.flush() == [service([.v4(a: 10, b: 77, c: 0, d: 9, port: 5000)])])
+    }
+
+    @Test func aTXTChangeEmitsAnUpdate() {
+        var t = reportedTracker()
+        #expect(t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: ["id": "a", "group": "g"]) == [])
+        #expect(t.flush() == [service([.v4(a: 10, b: 77, c: 0, d: 2, port: 5000)], txt: ["id": "a", "group": "g"])])
+    }
+
+    @Test func anUnchangedResolveEmitsNothing() {
+        var t = reportedTracker()
+        _ = t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: ["id": "a"])
+        #expect(t.flush() == [])
+    }
+
+    @Test func aRenamedHostMovesTheAddressQueries() {
+        var t = reportedTracker()
+        let renamed = DNSSDHostKey(host: "vm-7.local.", interfaceIndex: Self.eth0)
+        #expect(
+            t.onResolved(Self.a, hostTarget: renamed.host, port: 5000, txt: ["id": "a"]) == [
+                .stopAddressQueries(Self.hostA), .startAddressQueries(renamed),
+            ])
+        #expect(t.flush() == [])  // the new name has no address yet
+        _ = t.onAddress(renamed, address: Self.v4, added: true)
+        #expect(t.flush() == [service([.v4(a: 10, b: 77, c: 0, d: 2, port: 5000)], host: renamed.host)])
+    }
+
+    @Test func instancesOnTheSameHostShareItsAddressQueries() {
+        var t = reportedTracker()
+        _ = t.onBrowse(added: true, name: "beta", interfaceIndex: Self.eth0)
+        #expect(t.onResolved(Self.b, hostTarget: Self.hostA.host, port: 6000, txt: [:]) == [])
+        #expect(t.flush() == [service([.v4(a: 10, b: 77, c: 0, d: 2, port: 6000)], key: Self.b, txt: [:])])
+        #expect(t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0).contains(.stopAddressQueries(Self.hostA)) == false)
+        #expect(t.onBrowse(added: false, name: "beta", interfaceIndex: Self.eth0).contains(.stopAddressQueries(Self.hostA)))
+    }
+
+    @Test func instancesBeyondTheBoundWaitForAFreeSlot() {
+        var t = makeTracker(maxServices: 1)
+        #expect(t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0) == [.startResolve(Self.a)])
+        #expect(t.onBrowse(added: true, name: "beta", interfaceIndex: Self.eth0) == [])
+        #expect(t.waiting == [Self.b])
+        #expect(t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0) == [.stopResolve(Self.a), .startResolve(Self.b)])
+        #expect(t.waiting.isEmpty)
+    }
+
+    @Test func aWaitingInstanceThatGoesAwayIsForgotten() {
+        var t = makeTracker(maxServices: 1)
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        _ = t.onBrowse(added: true, name: "beta", interfaceIndex: Self.eth0)
+        #expect(t.onBrowse(added: false, name: "beta", interfaceIndex: Self.eth0) == [])
+        #expect(t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0) == [.stopResolve(Self.a)])
+    }
+
+    @Test func resultsForAnInstanceAlreadyRemovedAreIgnored() {
+        var t = reportedTracker()
+        _ = t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0)
+        #expect(t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: [:]) == [])
+        #expect(t.onAddress(Self.hostA, address: [1, 2, 3, 4], added: true) == [])
+        #expect(t.flush() == [])
+    }
+
+    @Test func afterAResetEverythingIsReportedAgain() {
+        var t = reportedTracker()
+        t.reset()
+        #expect(t.services.isEmpty && t.hosts.isEmpty)
+        #expect(t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0) == [.startResolve(Self.a)])
+        _ = t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: ["id": "a"])
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: true)
+        #expect(t.flush() == [service([.v4(a: 10, b: 77, c: 0, d: 2, port: 5000)])])
+    }
+
+    @Test func pendingUpdatesAreKnownUntilFlushed() {
+        var t = makeTracker()
+        _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)
+        #expect(!t.hasPendingUpdates)
+        _ = t.onResolved(Self.a, hostTarget: Self.hostA.host, port: 5000, txt: [:])
+        #expect(t.hasPendingUpdates)
+        _ = t.flush()
+        #expect(!t.hasPendingUpdates)
+    }
+
+    @Test func anUpdateCollectedBeforeARemovalIsDropped() {
+        var t = reportedTracker()
+        _ = t.onAddress(Self.hostA, address: Self.v4, added: false)
+        _ = t.onAddress(Self.hostA, address: Self.v6LinkLocal, added: true)
+        #expect(t.onBrowse(added: false, name: "alpha", interfaceIndex: Self.eth0).last == .emit(.serviceRemoved(instanceName: "alpha", interfaceIndex: Self.eth0)))
+        #expect(t.flush() == [])
+    }
+
+    @Test func addressesOfTheWrongSizeAreIgnored() {
+        var t = reportedTracker()
+        _ = t.onAddress(Self.hostA, address: [1, 2, 3], added: true)
+        #expect(t.flush() == [])
+    }
+}
+
+// MARK: - Discovery object
+
+@Suite struct DNSSDDiscoveryTests {
+    @Test func cutsLongInstanceNamesAtACharacterBoundary() {
+        let name = String(repeating: "é", count: 40)  // 80 bytes
+        #expect(DNSSDDiscovery.truncated(name) == String(repeating: "é", count: 31))
+        #expect(DNSSDDiscovery.truncated("living room") == "living room")
+    }
+
+    @Test func startRefusesATXTRecordThatDoesNotEncode() {
+        let discovery = DNSSDDiscovery(serviceType: "_lockstep-test._udp", logger: Logger(label: "test"))
+        #expect(throws: TXTRecordError.emptyKey) {
+            _ = try discovery.start(instanceName: "t", port: 1, txt: ["": "x"])
+        }
+    }
+
+    /// Runs the real thread. Without avahi (the usual test machine) the first event is
+    /// `daemonUnavailable`; with one, `daemonAvailable`. Either way stop() finishes the stream.
+    @Test func stopEndsTheThreadAndFinishesTheStream() async throws {
+        let discovery = DNSSDDiscovery(serviceType: "_lockstep-test._udp", logger: Logger(label: "test"))
+        let events = try discovery.start(instanceName: "lockstep test", port: 9, txt: ["id": "test"])
+        var iterator = events.makeAsyncIterator()
+        let first = await iterator.next()
+        switch first {
+        case .daemonUnavailable(let reason)?: #expect(!reason.isEmpty && !reason.contains("\n"))
+        case .daemonAvailable?: break
+        default: Issue.record("unexpected first event \(String(describing: first))")
+        }
+        discovery.stop()
+        discovery.stop()
+        while await iterator.next() != nil {}
+    }
+
+    @Test func aSecondStartGetsAFinishedStream() async throws {
+        let discovery = DNSSDDiscovery(serviceType: "_lockstep-test._udp", logger: Logger(label: "test"))
+        _ = try discovery.start(instanceName: "t", port: 9, txt: [:])
+        let second = try discovery.start(instanceName: "t", port: 9, txt: [:])
+        var count = 0
+        for await _ in second { count += 1 }
+        #expect(count == 0)
+        discovery.stop()
+    }
+
+    @Test func theMailboxDropsCommandsAfterStop() {
+        let mailbox = DNSSDMailbox()!
+        mailbox.send(.updateTXT([0]))
+        mailbox.send(.stop)
+        mailbox.send(.updateTXT([0]))
+        #expect(mailbox.take().count == 2)
+        #expect(mailbox.take().isEmpty)
+    }
+}

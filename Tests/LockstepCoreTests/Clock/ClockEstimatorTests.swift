@@ -1,0 +1,140 @@
+import LockstepCore
+import Testing
+
+/// Direct tests of ``ClockEstimator``: samples in, verdicts and estimates out.
+@Suite("Clock estimator")
+struct ClockEstimatorTests {
+    /// A sample at local time `t` against a peer `offset` ahead drifting at `skewPPM`, with
+    /// one-way delays `out` and `back` and a 20 µs turnaround.
+    static func sample(
+        at t: Int64, offset: Int64 = 1_000_000, skewPPM: Double = 0, out: Int64 = 20_000, back: Int64 = 20_000
+    ) -> ClockSample {
+        let peer = DeviceClock(offsetNs: offset, skewPPM: skewPPM)
+        return ClockSample(t1: t, t2: peer.device(fromHost: t + out), t3: peer.device(fromHost: t + out + 20_000), t4: t + out + 20_000 + back)
+    }
+
+    static let second = Nanos.second
+    static let ms = Nanos.millisecond
+
+    @Test("no estimate before the first sample")
+    func nothingYet() {
+        #expect(ClockEstimator().estimate(atLocal: 0) == nil)
+    }
+
+    @Test("one sample is usable at once, with its own half-delay as the bound")
+    func singleSample() {
+        var est = ClockEstimator()
+        #expect(est.onSample(Self.sample(at: 10 * Self.second)) == .accepted)
+        let e = est.estimate(atLocal: 10 * Self.second)!
+        #expect(e.offsetNs == 1_000_000)
+        #expect(e.skewPPM == 0)
+        #expect(e.sampleCount == 1)
+        #expect(e.delayNs == 40_000)
+        #expect(e.errorBoundNs == e.hardBoundNs)
+        #expect(e.hardBoundNs >= 20_000 && e.hardBoundNs < 21_000)
+        // …and the bound widens with time (the skew is not known yet).
+        #expect(e.errorBound(atLocal: 11 * Self.second) > 500_000)
+    }
+
+    @Test("impossible timestamps are rejected and change nothing")
+    func invalidSample() {
+        var est = ClockEstimator()
+        #expect(est.onSample(ClockSample(t1: 100, t2: 0, t3: 0, t4: 50)) == .rejectedInvalid)
+        #expect(est.estimate(atLocal: 0) == nil)
+        #expect(est.sampleCount == 0)
+    }
+
+    @Test("offset and skew are exact on a clean path, and the bound is small")
+    func cleanPath() {
+        var est = ClockEstimator()
+        for i in 0..<200 {
+            _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms, offset: 30 * Self.second, skewPPM: 150))
+        }
+        let now = 20 * Self.second
+        let e = est.estimate(atLocal: now)!
+        let truth = Double(DeviceClock(offsetNs: 30 * Self.second, skewPPM: 150).device(fromHost: now) - now)
+        #expect((e.offsetNs - truth).magnitude < 5)
+        #expect((e.skewPPM - 150).magnitude < 0.001)
+        #expect(e.errorBoundNs < 200)
+        #expect(e.hardBoundNs >= 20_000)
+    }
+
+    @Test("a sample delayed far beyond the usual is rejected with its excess; the gate opens when the path changes")
+    func delayGate() {
+        var est = ClockEstimator()
+        for i in 0..<50 { _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms)) }
+        #expect(est.onSample(Self.sample(at: 5 * Self.second, out: 1_020_000)) == .rejectedDelay(excessNs: 1_000_000))
+        #expect(est.sampleCount == 50)
+        #expect(est.onSample(Self.sample(at: 5_100 * Self.ms)) == .accepted)
+        // The path now takes 2 ms each way, for good: after 7 rejections in a row the gate opens.
+        var verdicts: [ClockEstimator.SampleVerdict] = []
+        for i in 0..<20 {
+            verdicts.append(est.onSample(Self.sample(at: 6 * Self.second + Int64(i) * 100 * Self.ms, out: 2_000_000, back: 2_000_000)))
+        }
+        #expect(verdicts.prefix(7).allSatisfy { if case .rejectedDelay = $0 { true } else { false } })
+        #expect(verdicts.dropFirst(7).allSatisfy { $0 == .accepted })
+    }
+
+    @Test("a clock step is confirmed by three agreeing outliers, then the window restarts")
+    func clockStep() {
+        var est = ClockEstimator()
+        for i in 0..<100 { _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms)) }
+        let t = 10 * Self.second
+        let stepped = { (k: Int64) in Self.sample(at: t + k * 25 * Self.ms, offset: 1_000_000 + 10 * Self.ms) }
+        guard case .rejectedOutlier(let r1) = est.onSample(stepped(0)) else { Issue.record("no outlier"); return }
+        #expect((r1 - 10_000_000).magnitude < 1_000)
+        guard case .rejectedOutlier = est.onSample(stepped(1)) else { Issue.record("no outlier"); return }
+        guard case .clockStepped(let by) = est.onSample(stepped(2)) else { Issue.record("no step"); return }
+        #expect((by - 10_000_000).magnitude < 1_000)
+        #expect(est.sampleCount == 3)
+        #expect((est.estimate(atLocal: t + 50 * Self.ms)!.offsetNs - 11_000_000).magnitude < 100)
+    }
+
+    @Test("a lone outlier is dropped and forgotten: no step")
+    func loneOutlier() {
+        var est = ClockEstimator()
+        for i in 0..<100 { _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms)) }
+        var t = 10 * Self.second
+        for _ in 0..<5 {
+            guard case .rejectedOutlier = est.onSample(Self.sample(at: t, offset: 5_000_000)) else {
+                Issue.record("no outlier")
+                return
+            }
+            #expect(est.onSample(Self.sample(at: t + 50 * Self.ms)) == .accepted)
+            t += 100 * Self.ms
+        }
+        #expect((est.estimate(atLocal: t)!.offsetNs - 1_000_000).magnitude < 10)
+    }
+
+    @Test("the window is bounded by its capacity and by age")
+    func bounded() {
+        var est = ClockEstimator(configuration: .init(capacity: 64, maxSampleAgeNs: 5 * Self.second))
+        for i in 0..<1_000 { _ = est.onSample(Self.sample(at: Int64(i) * 10 * Self.ms)) }
+        #expect(est.sampleCount == 64)
+        var slow = ClockEstimator(configuration: .init(capacity: 64, maxSampleAgeNs: 5 * Self.second))
+        for i in 0..<100 { _ = slow.onSample(Self.sample(at: Int64(i) * Self.second)) }
+        #expect(slow.sampleCount == 6)
+    }
+
+    @Test("reset forgets the peer's old epoch")
+    func resetForgets() {
+        var est = ClockEstimator()
+        for i in 0..<10 { _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms)) }
+        est.reset()
+        #expect(est.estimate(atLocal: Self.second) == nil)
+        #expect(est.onSample(Self.sample(at: 2 * Self.second, offset: -7 * Self.second)) == .accepted)
+        #expect(est.estimate(atLocal: 2 * Self.second)!.offsetNs == Double(-7 * Self.second))
+    }
+
+    @Test("a path asymmetry moves the offset by half of it; the hard bound still covers it")
+    func asymmetry() {
+        var est = ClockEstimator()
+        for i in 0..<100 {
+            _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms, out: 320_000, back: 20_000))
+        }
+        let e = est.estimate(atLocal: 10 * Self.second)!
+        #expect((e.offsetNs - 1_150_000).magnitude < 10)
+        #expect(e.errorBoundNs < 1_000)
+        #expect(e.hardBoundNs >= 150_000)
+    }
+}
