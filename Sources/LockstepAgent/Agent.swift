@@ -210,6 +210,8 @@ public actor Agent: ClientHandler {
             reply(status())
         case "peers":
             reply(peers())
+        case "clock":
+            reply(clock())
         default:
             throw ProtocolError(.unknownType, "unknown request type '\(header.type.truncated(toUTF8: 64))'")
         }
@@ -246,6 +248,28 @@ public actor Agent: ClientHandler {
             peersReachable: peers.filter { $0.state == .reachable }.count, peersKnown: peers.count,
             players: clients.values.filter { $0.playerID != nil }.count,
             mdns: mdnsState, counters: transport?.snapshot ?? [:])
+    }
+
+    func clock() -> ClockResult {
+        let host = MonotonicClock.read()
+        let now = configuration.deviceClock.device(fromHost: host)
+        let list: [ClockInfo] = node.membership.reachable.compactMap { peer in
+            guard let resolved = node.resolvedClock(of: peer, now: now), let c = node.clocks[peer] else { return nil }
+            let e = resolved.estimate
+            let name = node.membership.peers[peer]?.name ?? peer.short
+            let source: String
+            switch resolved.source {
+            case .direct: source = "direct"
+            case .via(let other): source = "via " + (node.membership.peers[other]?.name ?? other.short)
+            }
+            return ClockInfo(
+                peerID: peer.hex, name: name, offsetNs: e.offset(atLocal: now), errorBoundNs: e.errorBound(atLocal: now),
+                hardBoundNs: e.hardBound(atLocal: now), delayNs: e.delayNs, skewPPM: e.skewPPM, samples: e.sampleCount,
+                lastSampleAgeNs: now - e.lastSampleLocal, source: source, trusted: resolved.trusted,
+                closureErrorNs: resolved.closureErrorNs, worstClosureErrorNs: resolved.worstClosureErrorNs,
+                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: c.lost, rejected: c.rejected)
+        }
+        return ClockResult(localTimeNs: now, hostTimeNs: host, peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
     }
 
     func peers() -> PeersResult {

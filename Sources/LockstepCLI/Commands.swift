@@ -9,7 +9,7 @@ public struct LockstepCommand: AsyncParsableCommand {
         commandName: "lockstep",
         abstract: "Inspect and drive the local Lockstep agent.",
         version: LockstepVersion.current,
-        subcommands: [Status.self, Peers.self, Group.self])
+        subcommands: [Status.self, Peers.self, Clock.self, Group.self])
 
     public init() {}
 }

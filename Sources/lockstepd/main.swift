@@ -54,10 +54,10 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Option(name: .customLong("peer-timeout"), help: "Seconds without an answer after which a peer is lost.")
     var peerTimeout: Double?
 
-    @Option(name: .customLong("sim-clock-offset"), help: "Test hook: pretend this device's clock is off by SECONDS on the wire.")
+    @Option(name: .customLong("sim-clock-offset"), parsing: .unconditional, help: "Test hook: pretend this device's clock is off by SECONDS on the wire.")
     var simClockOffset: Double?
 
-    @Option(name: .customLong("sim-clock-skew"), help: "Test hook: pretend this device's clock runs fast by PPM on the wire.")
+    @Option(name: .customLong("sim-clock-skew"), parsing: .unconditional, help: "Test hook: pretend this device's clock runs fast by PPM on the wire.")
     var simClockSkew: Double?
 
     @Option(name: .customLong("impair"), help: "Test hook: impair outgoing datagrams, e.g. delay=5ms,jitter=1ms,loss=10%,dup=1%.")
@@ -120,7 +120,9 @@ struct LockstepDaemon: AsyncParsableCommand {
         }
         let offset = setting(simClockOffset.map { String($0) }, "SIM_CLOCK_OFFSET").flatMap(Double.init) ?? 0
         let skew = setting(simClockSkew.map { String($0) }, "SIM_CLOCK_SKEW").flatMap(Double.init) ?? 0
-        config.deviceClock = DeviceClock(offsetNs: Nanos.from(seconds: offset), skewPPM: skew, epochNs: MonotonicClock.read())
+        // Epoch 0: the simulated clock is a fixed function of host time, so a benchmark can compute
+        // the true offset between two agents from their flags alone.
+        config.deviceClock = DeviceClock(offsetNs: Nanos.from(seconds: offset), skewPPM: skew, epochNs: 0)
         do {
             if let spec = setting(impair, "IMPAIR") { config.impairments.all = try .init(parsing: spec) }
             for entry in impairTo {

@@ -49,7 +49,7 @@ public enum PeerMessage: Equatable, Sendable {
     public static let maxNameBytes = 64
     public static let maxDigestItems = GroupState.maxItems
     public static let maxParticipantDigests = 64
-    public static let maxReportEntries = 24
+    public static let maxReportEntries = 12
 }
 
 /// A record's anchor on the relaying sender's clock, for receivers with no estimate of the origin's clock.
@@ -77,23 +77,20 @@ public struct ParticipantDigest: Equatable, Hashable, Sendable {
     }
 }
 
-/// A peer's estimates of its peers' clocks, on its own clock.
+/// A peer's own (direct) estimates of its peers' clocks, on its own clock, for the mesh's
+/// closure checks (see ``MeshClock``).
 public struct ClockReport: Equatable, Sendable {
     public struct Entry: Equatable, Sendable {
         public var peer: PeerID
-        /// Target clock minus reporter clock at `referenceTime` (ns).
-        public var offsetNs: Double
-        public var skewPPM: Double
-        public var errorBoundNs: Int64
-        /// Reporter's clock.
-        public var referenceTime: Int64
+        /// The target's incarnation when measured: a report about an earlier life is stale.
+        public var incarnation: UInt64
+        /// Target minus reporter; `referenceLocal` and `lastSampleLocal` are on the reporter's clock.
+        public var estimate: ClockEstimate
 
-        public init(peer: PeerID, offsetNs: Double, skewPPM: Double, errorBoundNs: Int64, referenceTime: Int64) {
+        public init(peer: PeerID, incarnation: UInt64, estimate: ClockEstimate) {
             self.peer = peer
-            self.offsetNs = offsetNs
-            self.skewPPM = skewPPM
-            self.errorBoundNs = errorBoundNs
-            self.referenceTime = referenceTime
+            self.incarnation = incarnation
+            self.estimate = estimate
         }
     }
 
@@ -103,4 +100,3 @@ public struct ClockReport: Equatable, Sendable {
         self.entries = entries
     }
 }
-

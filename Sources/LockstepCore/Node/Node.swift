@@ -22,6 +22,9 @@ public struct Node: Sendable {
         public var membership = Membership.Configuration()
         public var estimator = ClockEstimator.Configuration()
         public var exchanges = ExchangeScheduler.Configuration()
+        public var mesh = MeshClock.Configuration()
+        /// How often direct clock estimates are gossiped to the peers, for closure checks.
+        public var clockReportIntervalNs: Int64 = 1 * Nanos.second
 
         public init() {}
     }
@@ -41,11 +44,14 @@ public struct Node: Sendable {
     public let configuration: Configuration
     public private(set) var membership: Membership
     public private(set) var clocks: [PeerID: PeerClock] = [:]
+    public private(set) var mesh: MeshClock
+    private var nextClockReport: Int64 = .min
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
         self.configuration = configuration
         self.membership = Membership(me: identity.peer, configuration: configuration.membership)
+        self.mesh = MeshClock(localID: identity.peer, configuration: configuration.mesh)
     }
 
     // MARK: - Discovery
@@ -86,6 +92,12 @@ public struct Node: Sendable {
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
         case .goodbye:
             out += apply(membership.onGoodbye(sender, now: now), now: now)
+        case .clockReport(let report):
+            for entry in report.entries where entry.peer != identity.peer {
+                // A report about an earlier life of its target measured another clock epoch.
+                if let known = membership.peers[entry.peer]?.incarnation, entry.incarnation < known { continue }
+                mesh.updateReport(from: sender, target: entry.peer, estimate: entry.estimate, receivedAtLocal: now)
+            }
         default:
             break
         }
@@ -99,14 +111,18 @@ public struct Node: Sendable {
             clocks[peer] = c
             return
         }
-        switch c.estimator.onSample(sample) {
+        let verdict = c.estimator.onSample(sample)
+        c.scheduler.onVerdict(verdict, atLocal: sample.t4)
+        switch verdict {
         case .clockStepped:
             c.scheduler.restartBurst(atLocal: sample.t4)
+            mesh.removePeer(peer)
         case .accepted:
             break
         default:
             c.rejected += 1
         }
+        if let estimate = c.estimator.estimate(atLocal: sample.t4) { mesh.updateLocal(peer: peer, estimate: estimate) }
         clocks[peer] = c
     }
 
@@ -133,12 +149,35 @@ public struct Node: Sendable {
             }
             clocks[peer] = c
         }
+        if now >= nextClockReport {
+            nextClockReport = now + configuration.clockReportIntervalNs
+            mesh.expire(atLocal: now)
+            out += clockReports()
+        }
+        return out
+    }
+
+    /// This node's direct estimates, to every reachable peer, in datagram-sized pieces.
+    private func clockReports() -> [NodeDirective] {
+        let entries: [ClockReport.Entry] = mesh.directEstimates.compactMap { peer, estimate in
+            guard let incarnation = membership.peers[peer]?.incarnation else { return nil }
+            return ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: estimate)
+        }.sorted { $0.peer < $1.peer }
+        guard !entries.isEmpty else { return [] }
+        var out: [NodeDirective] = []
+        for start in stride(from: 0, to: entries.count, by: PeerMessage.maxReportEntries) {
+            let chunk = Array(entries[start..<min(start + PeerMessage.maxReportEntries, entries.count)])
+            for peer in membership.reachable {
+                guard let endpoint = membership.endpoint(of: peer) else { continue }
+                out.append(.send(.clockReport(ClockReport(entries: chunk.filter { $0.peer != peer })), to: endpoint))
+            }
+        }
         return out
     }
 
     /// When ``onTick(now:)`` next has work.
     public func nextDeadline(now: Int64) -> Int64 {
-        var next = membership.nextDeadline(after: now)
+        var next = min(membership.nextDeadline(after: now), nextClockReport == .min ? now : nextClockReport)
         for (peer, c) in clocks where membership.isReachable(peer) {
             next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
         }
@@ -152,9 +191,15 @@ public struct Node: Sendable {
 
     // MARK: - Queries
 
-    /// The current estimate of `peer`'s clock (peer minus local), if usable.
+    /// The current direct estimate of `peer`'s clock (peer minus local), if usable.
     public func clockEstimate(of peer: PeerID, now: Int64) -> ClockEstimate? {
         clocks[peer]?.estimator.estimate(atLocal: now)
+    }
+
+    /// The estimate of `peer`'s clock to convert times with: the direct one, checked against the
+    /// mesh, or a two-hop path when the direct link is distrusted or missing.
+    public func resolvedClock(of peer: PeerID, now: Int64) -> MeshClock.ResolvedOffset? {
+        mesh.resolved(peer: peer, atLocal: now)
     }
 
     // MARK: - Membership events
@@ -173,12 +218,14 @@ public struct Node: Sendable {
                 }
             case .restarted(let peer, _):
                 // A new incarnation may run on a new clock epoch: start the estimate afresh.
+                mesh.removePeer(peer)
                 clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
                 if let endpoint = membership.endpoint(of: peer) {
                     out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
                 }
             case .forgotten(let peer):
                 clocks[peer] = nil
+                mesh.removePeer(peer)
             default:
                 break
             }

@@ -63,10 +63,18 @@ extension PeerMessage {
             w.u8(UInt8(entries.count))
             for e in entries {
                 w.raw(e.peer.bytes)
-                w.f64(e.offsetNs)
-                w.f64(e.skewPPM)
-                w.i64(e.errorBoundNs)
-                w.i64(e.referenceTime)
+                w.u64(e.incarnation)
+                let c = e.estimate
+                w.i64(c.referenceLocal)
+                w.f64(c.offsetNs)
+                w.f64(c.skewPPM)
+                w.f64(c.errorBoundNs)
+                w.f64(c.errorGrowthPPM)
+                w.f64(c.hardBoundNs)
+                w.f64(c.hardGrowthPPM)
+                w.i64(c.delayNs)
+                w.u32(UInt32(clamping: c.sampleCount))
+                w.i64(c.lastSampleLocal)
             }
         case .keyUpdate(let epoch, let key):
             w.u32(epoch)
@@ -189,7 +197,22 @@ extension PeerMessage {
             guard n <= maxReportEntries else { throw .tooLong(field: "entries", limit: maxReportEntries) }
             var entries: [ClockReport.Entry] = []
             for _ in 0..<n {
-                entries.append(ClockReport.Entry(peer: try readPeer(&r, "entry.peer"), offsetNs: try r.f64("entry.offset"), skewPPM: try r.f64("entry.skew"), errorBoundNs: try nonNegative(r.i64("entry.error_bound"), "entry.error_bound"), referenceTime: try r.i64("entry.reference_time")))
+                let peer = try readPeer(&r, "entry.peer")
+                let incarnation = try r.u64("entry.incarnation")
+                let reference = try r.i64("entry.reference")
+                let offset = try r.f64("entry.offset")
+                let skew = try r.f64("entry.skew")
+                let bound = try nonNegativeDouble(r.f64("entry.error_bound"), "entry.error_bound")
+                let growth = try nonNegativeDouble(r.f64("entry.error_growth"), "entry.error_growth")
+                let hard = try nonNegativeDouble(r.f64("entry.hard_bound"), "entry.hard_bound")
+                let hardGrowth = try nonNegativeDouble(r.f64("entry.hard_growth"), "entry.hard_growth")
+                let delay = try nonNegative(r.i64("entry.delay"), "entry.delay")
+                let samples = Int(try r.u32("entry.samples"))
+                let last = try r.i64("entry.last_sample")
+                guard abs(skew) < 1e5 else { throw .invalid(field: "entry.skew") }
+                entries.append(ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: ClockEstimate(
+                    referenceLocal: reference, offsetNs: offset, skewPPM: skew, errorBoundNs: bound, errorGrowthPPM: growth,
+                    hardBoundNs: hard, hardGrowthPPM: hardGrowth, delayNs: delay, sampleCount: samples, lastSampleLocal: last)))
             }
             message = .clockReport(ClockReport(entries: entries))
         case 0x30:
@@ -204,6 +227,11 @@ extension PeerMessage {
     }
 
     static func nonNegative(_ v: Int64, _ field: String) throws(DecodeError) -> Int64 {
+        guard v >= 0 else { throw .invalid(field: field) }
+        return v
+    }
+
+    static func nonNegativeDouble(_ v: Double, _ field: String) throws(DecodeError) -> Double {
         guard v >= 0 else { throw .invalid(field: field) }
         return v
     }

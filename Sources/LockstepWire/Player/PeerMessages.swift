@@ -46,3 +46,93 @@ public struct PeerInfo: Codable, Sendable, Equatable {
         case incarnation, sources
     }
 }
+
+/// `clock`: how every reachable peer's clock relates to this agent's.
+public struct ClockResult: Codable, Sendable, Equatable {
+    /// The agent's clock when the figures were taken (its device clock; equal to `host_time_ns`
+    /// unless a test simulates a device clock).
+    public var localTimeNs: Int64
+    /// `CLOCK_MONOTONIC` at the same moment.
+    public var hostTimeNs: Int64
+    public var peers: [ClockInfo]
+
+    public init(localTimeNs: Int64, hostTimeNs: Int64, peers: [ClockInfo]) {
+        self.localTimeNs = localTimeNs
+        self.hostTimeNs = hostTimeNs
+        self.peers = peers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case localTimeNs = "local_time_ns"
+        case hostTimeNs = "host_time_ns"
+        case peers
+    }
+}
+
+/// One peer's clock as this agent estimates it.
+public struct ClockInfo: Codable, Sendable, Equatable {
+    public var peerID: String
+    public var name: String
+    /// Peer clock minus local clock at `local_time_ns` (ns), as used for conversions.
+    public var offsetNs: Double
+    /// Statistical error bound of that offset (assumes symmetric paths), ns.
+    public var errorBoundNs: Double
+    /// Bound that holds for any path asymmetry (about half the best round trip), ns.
+    public var hardBoundNs: Double
+    /// Best round-trip delay in the estimator's window, ns.
+    public var delayNs: Int64
+    public var skewPPM: Double
+    public var samples: Int
+    public var lastSampleAgeNs: Int64
+    /// `direct`, or `via NAME` when the direct link is distrusted and a two-hop path is used.
+    public var source: String
+    /// False when the mesh contradicts the estimate in use.
+    public var trusted: Bool
+    /// Median disagreement between the direct estimate and the two-hop paths through other peers, ns.
+    public var closureErrorNs: Double?
+    /// Largest such disagreement, and the tolerance it was judged against, ns.
+    public var worstClosureErrorNs: Double?
+    public var worstClosureToleranceNs: Double?
+    /// Two-hop paths available for the check.
+    public var paths: Int
+    /// Exchanges lost, samples rejected.
+    public var lost: UInt64
+    public var rejected: UInt64
+
+    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64) {
+        self.peerID = peerID
+        self.name = name
+        self.offsetNs = offsetNs
+        self.errorBoundNs = errorBoundNs
+        self.hardBoundNs = hardBoundNs
+        self.delayNs = delayNs
+        self.skewPPM = skewPPM
+        self.samples = samples
+        self.lastSampleAgeNs = lastSampleAgeNs
+        self.source = source
+        self.trusted = trusted
+        self.closureErrorNs = closureErrorNs
+        self.worstClosureErrorNs = worstClosureErrorNs
+        self.worstClosureToleranceNs = worstClosureToleranceNs
+        self.paths = paths
+        self.lost = lost
+        self.rejected = rejected
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case peerID = "peer_id"
+        case name
+        case offsetNs = "offset_ns"
+        case errorBoundNs = "error_bound_ns"
+        case hardBoundNs = "hard_bound_ns"
+        case delayNs = "delay_ns"
+        case skewPPM = "skew_ppm"
+        case samples
+        case lastSampleAgeNs = "last_sample_age_ns"
+        case source, trusted
+        case closureErrorNs = "closure_error_ns"
+        case worstClosureErrorNs = "worst_closure_error_ns"
+        case worstClosureToleranceNs = "worst_closure_tolerance_ns"
+        case paths, lost, rejected
+    }
+}

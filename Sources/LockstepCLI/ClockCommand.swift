@@ -1,0 +1,29 @@
+import ArgumentParser
+import LockstepWire
+
+struct Clock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Every peer's clock: offset, error bound, delay, skew, samples, age of the last sample, mesh closure.")
+
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let result: ClockResult = try await options.withAgent { try await $0.request("clock") }
+        print(options.json ? try jsonText(result) : Self.render(result))
+    }
+
+    static func render(_ r: ClockResult) -> String {
+        if r.peers.isEmpty { return "no reachable peers" }
+        return Table(
+            headers: ["NAME", "OFFSET", "± BOUND", "HARD", "DELAY", "SKEW", "SAMPLES", "LAST", "SOURCE", "CLOSURE"],
+            rows: r.peers.map { p in
+                [
+                    p.name, Human.duration(ns: Int64(p.offsetNs.rounded())), Human.duration(ns: Int64(p.errorBoundNs.rounded())),
+                    Human.duration(ns: Int64(p.hardBoundNs.rounded())), Human.duration(ns: p.delayNs),
+                    Human.fixed(p.skewPPM, 2) + "ppm", String(p.samples), Human.duration(ns: p.lastSampleAgeNs) + " ago",
+                    p.source + (p.trusted ? "" : " (untrusted)"),
+                    p.closureErrorNs.map { Human.duration(ns: Int64($0.rounded())) + " over \(p.paths)" } ?? "-",
+                ]
+            }
+        ).render()
+    }
+}
