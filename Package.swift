@@ -68,6 +68,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // mpv's JSON IPC: the bridge (lockstep mpv) and the mpv benchmark's probe.
+        .target(
+            name: "LockstepMPV",
+            dependencies: [
+                "LockstepWire", "LockstepCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // The network lab (tools/lab) driven from Swift, for lab tests and benchmarks.
         .target(name: "LockstepLab", dependencies: ["LockstepClient", "LockstepWire"]),
         .executableTarget(
@@ -84,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "lockstep-bench",
             dependencies: [
-                "LockstepLab", "LockstepClient", "LockstepWire", "LockstepCore",
+                "LockstepLab", "LockstepClient", "LockstepWire", "LockstepCore", "LockstepMPV",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
