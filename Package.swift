@@ -124,3 +124,17 @@ let package = Package(
         .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire"]),
     ]
 )
+
+// The decoders of hostile input (peer datagrams, the player socket, join codes) as libFuzzer
+// targets. A plain build gives a tool that writes the seed corpus and replays inputs; tools/fuzz
+// builds it for fuzzing, in .build-fuzz.
+package.targets.append(
+    .executableTarget(
+        name: "LockstepFuzz",
+        dependencies: [
+            "LockstepWire", "LockstepCore",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]
+    )
+)

@@ -48,6 +48,8 @@ public actor Agent: ClientHandler {
         let connection: ClientConnection
         var hello: HelloRequest?
         var playerID: UInt32?
+        /// Event topics the client subscribed to.
+        var topics: Set<String> = []
     }
 
     public init(configuration: AgentConfiguration, identity: Identity, loop: any EventLoop, logger: Logger) {
@@ -120,6 +122,9 @@ public actor Agent: ClientHandler {
         rearm()
     }
 
+    /// After an event that may have changed the node's deadlines.
+    func rearmAfterEvent() { rearm() }
+
     /// Runs the node's timer work and re-arms the one timer for its next deadline.
     func step(_ now: Int64) {
         execute(node.onTick(now: now))
@@ -149,6 +154,13 @@ public actor Agent: ClientHandler {
                 transport?.send(message, to: endpoint)
             case .membership(let event):
                 log(event)
+                if case .stateChanged(let peer, _, _) = event, let info = peers().peers.first(where: { $0.peerID == peer.hex }) {
+                    broadcast(PeerChangedEvent(hostTimeNs: MonotonicClock.read(), peer: info), topic: "peers")
+                }
+            case .groupChanged(let change):
+                publish(change)
+            case .participantsChanged:
+                break
             }
         }
     }
@@ -212,6 +224,18 @@ public actor Agent: ClientHandler {
             reply(peers())
         case "clock":
             reply(clock())
+        case "state":
+            reply(stateView())
+        case "command":
+            reply(try command(PlayerJSON.decode(CommandRequest.self, from: line)))
+        case "subscribe":
+            let request = try PlayerJSON.decode(SubscribeRequest.self, from: line)
+            let known: Set<String> = ["state", "peers", "players"]
+            if let unknown = request.topics.first(where: { !known.contains($0) }) {
+                throw ProtocolError(.invalidField, "unknown topic '\(unknown.truncated(toUTF8: 32))' (state, peers, players)")
+            }
+            clients[client.id]?.topics.formUnion(request.topics)
+            reply(stateView())
         default:
             throw ProtocolError(.unknownType, "unknown request type '\(header.type.truncated(toUTF8: 64))'")
         }

@@ -21,8 +21,8 @@ public struct Membership: Sendable {
         public var alternateProbeIntervalNs: Int64 = 2 * Nanos.second
         /// How often unreachable peers' and static endpoints' addresses are probed.
         public var probeIntervalNs: Int64 = 500 * Nanos.millisecond
-        /// Probing lost peers slows to this.
-        public var lostProbeIntervalNs: Int64 = 2 * Nanos.second
+        /// How often lost peers are probed (a healed partition is noticed within this).
+        public var lostProbeIntervalNs: Int64 = 500 * Nanos.millisecond
         /// Lost peers are forgotten after this long.
         public var forgetAfterNs: Int64 = 10 * 60 * Nanos.second
         /// At most this many peers are tracked; more are refused (and counted).

@@ -53,7 +53,7 @@ public enum PeerMessage: Equatable, Sendable {
 }
 
 /// A record's anchor on the relaying sender's clock, for receivers with no estimate of the origin's clock.
-public struct RelayAnchor: Equatable, Hashable, Sendable {
+public struct RelayAnchor: Equatable, Hashable, Sendable, Codable {
     public var anchorTime: Int64
     /// The relay's error bound on that conversion (ns).
     public var errorBoundNs: Int64
@@ -65,7 +65,7 @@ public struct RelayAnchor: Equatable, Hashable, Sendable {
 }
 
 /// One entry of a participant digest: whose record, and which version of it.
-public struct ParticipantDigest: Equatable, Hashable, Sendable {
+public struct ParticipantDigest: Equatable, Hashable, Sendable, Codable {
     public var peer: PeerID
     public var incarnation: UInt64
     public var version: UInt64
@@ -79,8 +79,8 @@ public struct ParticipantDigest: Equatable, Hashable, Sendable {
 
 /// A peer's own (direct) estimates of its peers' clocks, on its own clock, for the mesh's
 /// closure checks (see ``MeshClock``).
-public struct ClockReport: Equatable, Sendable {
-    public struct Entry: Equatable, Sendable {
+public struct ClockReport: Equatable, Sendable, Codable {
+    public struct Entry: Equatable, Sendable, Codable {
         public var peer: PeerID
         /// The target's incarnation when measured: a report about an earlier life is stale.
         public var incarnation: UInt64

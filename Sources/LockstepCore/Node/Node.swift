@@ -25,6 +25,8 @@ public struct Node: Sendable {
         public var mesh = MeshClock.Configuration()
         /// How often direct clock estimates are gossiped to the peers, for closure checks.
         public var clockReportIntervalNs: Int64 = 1 * Nanos.second
+        public var replica = Replica.Configuration()
+        public var lead = LeadTime.Configuration()
 
         public init() {}
     }
@@ -46,12 +48,20 @@ public struct Node: Sendable {
     public private(set) var clocks: [PeerID: PeerClock] = [:]
     public private(set) var mesh: MeshClock
     private var nextClockReport: Int64 = .min
+    /// The group state and its dissemination.
+    public internal(set) var replica: Replica
+    /// Every peer's players, as they last said (this node's own included).
+    public internal(set) var participants: [PeerID: ParticipantRecord] = [:]
+    /// For records relayed by a peer other than their origin: the anchor on the relay's clock.
+    var relayAnchors: [Stamp: (via: PeerID, anchorTime: Int64, boundNs: Int64)] = [:]
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
         self.configuration = configuration
         self.membership = Membership(me: identity.peer, configuration: configuration.membership)
         self.mesh = MeshClock(localID: identity.peer, configuration: configuration.mesh)
+        self.replica = Replica(me: identity.peer, incarnation: identity.incarnation, configuration: configuration.replica)
+        self.participants[identity.peer] = ParticipantRecord(peer: identity.peer, incarnation: identity.incarnation, version: 0, players: [])
     }
 
     // MARK: - Discovery
@@ -92,6 +102,8 @@ public struct Node: Sendable {
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
         case .goodbye:
             out += apply(membership.onGoodbye(sender, now: now), now: now)
+        case .itemRecord, .currentRecord, .ack, .digest, .participant:
+            out += onGroupMessage(message, from: sender, source: source, now: now)
         case .clockReport(let report):
             for entry in report.entries where entry.peer != identity.peer {
                 // A report about an earlier life of its target measured another clock epoch.
@@ -149,6 +161,7 @@ public struct Node: Sendable {
             }
             clocks[peer] = c
         }
+        out += onGroupTick(now: now)
         if now >= nextClockReport {
             nextClockReport = now + configuration.clockReportIntervalNs
             mesh.expire(atLocal: now)
@@ -178,6 +191,7 @@ public struct Node: Sendable {
     /// When ``onTick(now:)`` next has work.
     public func nextDeadline(now: Int64) -> Int64 {
         var next = min(membership.nextDeadline(after: now), nextClockReport == .min ? now : nextClockReport)
+        next = min(next, replica.nextDeadline(now: now))
         for (peer, c) in clocks where membership.isReachable(peer) {
             next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
         }
@@ -216,7 +230,12 @@ public struct Node: Sendable {
                 if let endpoint = membership.endpoint(of: peer) {
                     out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
                 }
+                out += greet(peer)
+            case .stateChanged(let peer, _, .lost):
+                replica.forget(peer)
+                participants[peer] = nil
             case .restarted(let peer, _):
+                participants[peer] = nil
                 // A new incarnation may run on a new clock epoch: start the estimate afresh.
                 mesh.removePeer(peer)
                 clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
@@ -226,6 +245,7 @@ public struct Node: Sendable {
             case .forgotten(let peer):
                 clocks[peer] = nil
                 mesh.removePeer(peer)
+                participants[peer] = nil
             default:
                 break
             }
@@ -240,4 +260,8 @@ public enum NodeDirective: Sendable, Equatable {
     case send(PeerMessage, to: Endpoint)
     /// A membership change, for logs and watchers.
     case membership(Membership.Event)
+    /// The group state changed: a record was applied (from this peer or another).
+    case groupChanged(GroupChange)
+    /// A peer's players changed.
+    case participantsChanged
 }

@@ -1,0 +1,158 @@
+/// This peer's copy of the group state, and the bookkeeping that spreads it: a Lamport clock for
+/// new commands, acknowledgements and retransmissions for the commands this peer sends, and the
+/// anti-entropy schedule.
+///
+/// Dissemination, in three layers (each enough on its own for convergence, the first two for speed):
+/// 1. A new record is sent at once to every reachable peer, asking for an acknowledgement.
+/// 2. Unacknowledged records are sent again, each peer on its own backoff (from twice its round
+///    trip, doubling), until acknowledged, superseded by a later record, or the peer is lost.
+/// 3. Every `antiEntropyIntervalNs`, and whenever a peer becomes reachable, each peer sends its
+///    digest (the stamps it holds); a peer that holds newer records pushes them, and one that
+///    lacks some answers with its own digest. Partitions that heal, restarted peers and late
+///    joiners converge in one round.
+public struct Replica: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        public var antiEntropyIntervalNs: Int64 = 1 * Nanos.second
+        /// The first retransmission waits max(this, 2 × round trip); each next one twice as long.
+        public var minRetransmitNs: Int64 = 10 * Nanos.millisecond
+        public var maxRetransmitNs: Int64 = 500 * Nanos.millisecond
+        /// After this many attempts a record is left to anti-entropy.
+        public var maxAttempts: Int = 8
+
+        public init() {}
+    }
+
+    /// A record on its way to peers.
+    public enum Outgoing: Sendable, Equatable {
+        case item(ItemRecord)
+        case current(CurrentRecord)
+
+        public var stamp: Stamp {
+            switch self {
+            case .item(let r): r.stamp
+            case .current(let r): r.stamp
+            }
+        }
+    }
+
+    struct Pending: Sendable {
+        var record: Outgoing
+        /// Per peer: when to send next, and how many times it was sent.
+        var awaiting: [PeerID: (next: Int64, attempts: Int)]
+    }
+
+    public let me: PeerID
+    public let incarnation: UInt64
+    public let configuration: Configuration
+    public private(set) var state = GroupState()
+    /// Larger than every stamp seen: the counter of the next command.
+    public private(set) var lamport: UInt64 = 0
+    var pending: [Stamp: Pending] = [:]
+    var nextAntiEntropy: Int64 = .min
+
+    public init(me: PeerID, incarnation: UInt64, configuration: Configuration = .init()) {
+        self.me = me
+        self.incarnation = incarnation
+        self.configuration = configuration
+    }
+
+    // MARK: - Issuing
+
+    /// The stamp and version vector for a new command, raising the Lamport clock.
+    public mutating func nextStamp() -> (Stamp, VersionVector) {
+        lamport += 1
+        let stamp = Stamp(lamport: lamport, origin: me, incarnation: incarnation)
+        let version = state.version.merged(with: VersionVector([.init(peer: me, counter: lamport)]))
+        return (stamp, version)
+    }
+
+    /// Applies a record this peer issued and queues it for every peer in `to`.
+    public mutating func issue(_ record: Outgoing, to peers: [PeerID], rtt: (PeerID) -> Int64?, now: Int64) {
+        _ = apply(record)
+        var awaiting: [PeerID: (next: Int64, attempts: Int)] = [:]
+        for p in peers { awaiting[p] = (now + retransmitDelay(rtt(p), attempts: 0), 1) }
+        if !awaiting.isEmpty { pending[record.stamp] = Pending(record: record, awaiting: awaiting) }
+    }
+
+    // MARK: - Receiving
+
+    /// Merges a record from a peer; raises the Lamport clock past it.
+    @discardableResult
+    public mutating func apply(_ record: Outgoing) -> GroupState.MergeOutcome {
+        lamport = max(lamport, record.stamp.lamport)
+        switch record {
+        case .item(let r): return state.merge(r)
+        case .current(let r): return state.merge(r)
+        }
+    }
+
+    /// `peer` has the record stamped `stamp`.
+    public mutating func acknowledged(_ stamp: Stamp, by peer: PeerID) {
+        guard var p = pending[stamp] else { return }
+        p.awaiting[peer] = nil
+        pending[stamp] = p.awaiting.isEmpty ? nil : p
+    }
+
+    /// `peer` is gone: stop retransmitting to it (anti-entropy catches it up when it is back).
+    public mutating func forget(_ peer: PeerID) {
+        for stamp in Array(pending.keys) {
+            pending[stamp]?.awaiting[peer] = nil
+            if pending[stamp]?.awaiting.isEmpty == true { pending[stamp] = nil }
+        }
+    }
+
+    // MARK: - Time
+
+    /// Records due for retransmission now, to whom; superseded records are dropped.
+    public mutating func retransmissions(now: Int64, rtt: (PeerID) -> Int64?) -> [(Outgoing, PeerID)] {
+        var out: [(Outgoing, PeerID)] = []
+        for stamp in Array(pending.keys) {
+            guard var p = pending[stamp] else { continue }
+            if isSuperseded(p.record) {
+                pending[stamp] = nil
+                continue
+            }
+            for (peer, entry) in p.awaiting where entry.next <= now {
+                if entry.attempts >= configuration.maxAttempts {
+                    p.awaiting[peer] = nil
+                    continue
+                }
+                out.append((p.record, peer))
+                p.awaiting[peer] = (now + retransmitDelay(rtt(peer), attempts: entry.attempts), entry.attempts + 1)
+            }
+            pending[stamp] = p.awaiting.isEmpty ? nil : p
+        }
+        return out
+    }
+
+    /// True when an anti-entropy round is due (and schedules the next one).
+    public mutating func antiEntropyDue(now: Int64) -> Bool {
+        guard now >= nextAntiEntropy else { return false }
+        nextAntiEntropy = now + configuration.antiEntropyIntervalNs
+        return true
+    }
+
+    public func nextDeadline(now: Int64) -> Int64 {
+        var next = nextAntiEntropy == .min ? now : nextAntiEntropy
+        for p in pending.values {
+            for entry in p.awaiting.values { next = min(next, entry.next) }
+        }
+        return max(next, now)
+    }
+
+    /// Records awaiting acknowledgement (for status).
+    public var pendingCount: Int { pending.count }
+
+    private func isSuperseded(_ record: Outgoing) -> Bool {
+        switch record {
+        case .item(let r): return state.items[r.item].map { $0.stamp > r.stamp } ?? true
+        case .current(let r): return state.current.map { $0.stamp > r.stamp } ?? false
+        }
+    }
+
+    private func retransmitDelay(_ rtt: Int64?, attempts: Int) -> Int64 {
+        let base = max(configuration.minRetransmitNs, 2 * (rtt ?? configuration.minRetransmitNs))
+        let delay = base << min(attempts, 10)
+        return min(delay, configuration.maxRetransmitNs)
+    }
+}

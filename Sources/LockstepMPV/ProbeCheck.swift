@@ -1,0 +1,109 @@
+import LockstepCore
+
+/// Proves ``PositionProbe``'s precision: two players are put a known distance apart and the
+/// probe must find that distance.
+///
+/// A trial, with players A and B playing the same file:
+/// 1. both pause; A seeks (exactly) to `position`, B to `position + positionOffset`;
+/// 2. once both have settled, their paused positions `pA`, `pB` are read: exact values, no
+///    timing involved (mpv resumes from precisely there; measured: a line fitted to the
+///    readings after a resume passes within 0.06 ms of the paused position at the instant the
+///    resume was written);
+/// 3. both resume, B `timeOffset` seconds after A (both at once for 0); the host times the two
+///    requests were written, `sA` and `sB`, are recorded;
+/// 4. so at any later common instant, B − A = (pB − pA) − (sB − sA): the truth;
+/// 5. the probe reads both for ``sampling`` seconds and estimates B − A at the middle of that
+///    time: the measurement.
+///
+/// The error (measured − truth) also contains how differently the two mpv react to their
+/// resume request, so it bounds the probe's own error from above.
+public enum ProbeCheck {
+    public struct Trial: Sendable, Equatable {
+        public var position: Double
+        public var positionOffset: Double
+        public var timeOffset: Double
+        /// B − A, seconds, from the paused positions and the resume instants.
+        public var truth: Double
+        /// B − A as the probe measured it, per property read.
+        public var measured: [String: Double]
+
+        /// measured − truth, per property.
+        public var errors: [String: Double] { measured.mapValues { $0 - truth } }
+    }
+
+    /// Runs one trial on two players (connections not used by anyone else for requests;
+    /// events are not read). Leaves both playing.
+    public static func trial(
+        _ a: MPVConnection, _ b: MPVConnection, at position: Double,
+        positionOffset: Double, timeOffset: Double,
+        properties: [String] = ["audio-pts", "time-pos"], sampling: Double = 1.5, interval: Double = 0.005
+    ) async throws -> Trial {
+        for player in [a, b] { try await player.set("pause", true) }
+        let pA = try await seek(a, to: position), pB = try await seek(b, to: position + positionOffset)
+
+        let sA: Int64, sB: Int64
+        if timeOffset == 0 {
+            async let ra = a.send(["set_property", "pause", false])
+            async let rb = b.send(["set_property", "pause", false])
+            (sA, sB) = (try await ra.sentAt, try await rb.sentAt)
+        } else {
+            let (first, second) = timeOffset > 0 ? (a, b) : (b, a)
+            let s1 = try await first.send(["set_property", "pause", false]).sentAt
+            let target = s1 + Nanos.from(seconds: abs(timeOffset))
+            // Sleep most of the way, then spin: the instant only needs to be known, not exact.
+            let now = MonotonicClock.read()
+            if target - now > 2 * Nanos.millisecond { try await Task.sleep(nanoseconds: UInt64(target - now - 2 * Nanos.millisecond)) }
+            while MonotonicClock.read() < target {}
+            let s2 = try await second.send(["set_property", "pause", false]).sentAt
+            (sA, sB) = timeOffset > 0 ? (s1, s2) : (s2, s1)
+        }
+        let truth = (pB - pA) - Double(sB - sA) / 1e9
+
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let probe = PositionProbe(players: [a, b], properties: properties, interval: interval)
+        let start = MonotonicClock.read()
+        probe.start()
+        try await Task.sleep(nanoseconds: UInt64(sampling * 1e9))
+        await probe.stop()
+        let instant = start + Nanos.from(seconds: sampling / 2)
+        var measured: [String: Double] = [:]
+        for property in properties {
+            let tracks = probe.tracks(property)
+            if let xa = tracks[0].position(at: instant), let xb = tracks[1].position(at: instant) {
+                measured[property] = xb - xa
+            }
+        }
+        return Trial(position: position, positionOffset: positionOffset, timeOffset: timeOffset, truth: truth, measured: measured)
+    }
+
+    /// Seeks a paused player exactly to `target` and returns its position once it holds still
+    /// there. A seek request returns before the seek is done, and a player that already sits
+    /// near `target` would look settled at once: so it first seeks 5 s away and waits for that.
+    static func seek(_ player: MPVConnection, to target: Double) async throws -> Double {
+        for t in [target + 5, target] {
+            try await player.command("seek", .double(t), "absolute+exact")
+            _ = try await settledPosition(player, near: t)
+        }
+        return try await settledPosition(player, near: target)
+    }
+
+    /// The paused position once a seek to about `near` has finished: `audio-pts` read until it
+    /// is within 0.5 s of `near` and holds still.
+    static func settledPosition(_ player: MPVConnection, near: Double, timeout: Double = 5) async throws -> Double {
+        let deadline = MonotonicClock.read() + Nanos.from(seconds: timeout)
+        var last: Double?, same = 0
+        while MonotonicClock.read() < deadline {
+            let seeking = try? await player.get("seeking").bool
+            let value = try? await player.get("audio-pts").double
+            if seeking == false, let value, abs(value - near) < 0.5, value == last {
+                same += 1
+                if same >= 3 { return value }
+            } else {
+                same = 0
+            }
+            last = value
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        throw MPVError.failed(command: "seek \(near)", error: "the position did not settle there within \(timeout) s")
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import LockstepClient
+import LockstepLab
+import LockstepWire
+import Testing
+
+/// The leaderless group state on real hosts.
+@Suite("Lab: group state", .enabled(if: Lab.isEnabled, "needs root and LOCKSTEP_LAB=1"), .serialized)
+struct GroupLabTests {
+    @Test("five agents: concurrent commands from three of them, then every agent holds the identical state")
+    func concurrentCommandsConverge() async throws {
+        let lab = try Lab(hosts: 5, name: "group")
+        defer { lab.destroy() }
+        for h in 1...5 { try lab.startAgent(h, flags: ["--sim-clock-offset", String(h * 4 - 10), "--sim-clock-skew", String(h * 30 - 90)]) }
+        let ready = try await waitUntil(timeout: 15) {
+            for h in 1...5 {
+                let p: PeersResult = try await lab.request(h, "peers")
+                if p.peers.filter({ $0.state == "reachable" }).count < 4 { return false }
+            }
+            return true
+        }
+        #expect(ready != nil)
+        let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: "load", item: "file:///films/lab.mkv", title: "Lab"))
+        try await Task.sleep(nanoseconds: 300_000_000)
+        // Three hosts at once.
+        async let a: GroupStateView = lab.request(2, "command", CommandRequest(action: "play"))
+        async let b: GroupStateView = lab.request(3, "command", CommandRequest(action: "seek", positionNs: 42_000_000_000))
+        async let c: GroupStateView = lab.request(4, "command", CommandRequest(action: "rate", rate: 1.5))
+        _ = try await (a, b, c)
+        var views: [GroupStateView] = []
+        let converged = try await waitUntil(timeout: 5) {
+            views = []
+            for h in 1...5 { views.append(try await lab.request(h, "state")) }
+            return Set(views.map(\.fingerprint)).count == 1
+        }
+        #expect(converged != nil, "one state everywhere (fingerprints: \(views.map(\.fingerprint)))")
+        // The same replicated content, field by field, and the same origin for the last command.
+        let items = views.map { $0.items.map { [$0.id, $0.state, String($0.positionNs), String($0.rate), String($0.originTimeNs), $0.origin.peerID, String($0.origin.lamport)] } }
+        #expect(Set(items.map { "\($0)" }).count == 1)
+        #expect(Set(views.map { $0.version.map(\.counter) }).count == 1)
+        // And every agent places the playing timeline at the same moment of its host clock
+        // (one kernel clock in the lab), within the clocks' error.
+        let positions = views.compactMap { v in v.item.flatMap { i in i.hostTimeNs.map { ($0, i.positionNs) } } }
+        #expect(positions.count == 5)
+        let anchors = positions.map(\.0)
+        #expect(anchors.max()! - anchors.min()! < 1_000_000, "anchors within 1 ms on a plain link (were \(anchors.map { $0 - anchors[0] }) ns)")
+    }
+}

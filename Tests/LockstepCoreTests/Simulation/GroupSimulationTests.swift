@@ -1,0 +1,166 @@
+import PropertyBased
+import Testing
+
+@testable import LockstepCore
+
+/// Several nodes, simulated clocks and network: commands reach everyone, anchored at one instant.
+@Suite("Group simulation")
+struct GroupSimulationTests {
+    static let film = ItemID("file:///films/night.mkv")!
+    let s = Nanos.second, ms = Nanos.millisecond
+
+    /// The true (host) time at which host `i` places the anchor of its record for `item`.
+    func trueAnchor(_ sim: Simulation, _ i: Int, _ item: ItemID = film) -> Int64? {
+        let node = sim.hosts[i].node
+        guard let r = node.replica.state.items[item], let a = node.localAnchor(of: r, now: sim.local(i)) else { return nil }
+        return sim.trueTime(i, local: a.time)
+    }
+
+    /// Where host `i` says the media is at true time `t` (its local timeline at its local time).
+    func position(_ sim: Simulation, _ i: Int, atTrue t: Int64, _ item: ItemID = film) -> Int64? {
+        let node = sim.hosts[i].node
+        guard let r = node.replica.state.items[item], let timeline = node.localTimeline(of: r, now: sim.local(i)) else { return nil }
+        return timeline.position(at: sim.hosts[i].clock.device(fromHost: t))
+    }
+
+    func settled(hosts: Int, seed: UInt64 = 1) -> Simulation {
+        var sim = Simulation(hosts: hosts, seed: seed)
+        sim.run(for: 3 * s)
+        return sim
+    }
+
+    @Test("a seek issued on one peer is applied on every peer at the same host instant, within the clock estimates' error")
+    func seekSameInstant() throws {
+        var sim = settled(hosts: 5)
+        sim.issue(0, .load(Self.film, .init(title: "Night")))
+        sim.run(for: 100 * ms)
+        sim.issue(1, .play(rate: nil))
+        sim.run(for: 2 * s)
+        let issuedAt = sim.now
+        let record = try #require(try sim.issue(3, .seek(position: 600 * s)).get())
+        sim.run(for: 100 * ms)
+        let anchors = (0..<5).compactMap { trueAnchor(sim, $0) }
+        #expect(anchors.count == 5)
+        let spread = anchors.max()! - anchors.min()!
+        #expect(spread <= 5 * Nanos.microsecond, "anchors of the seek on the five hosts differ by \(spread) ns")
+        // Anchored in the future by the lead, so that everyone learns of it first.
+        #expect(anchors[3] > issuedAt)
+        #expect(anchors[3] - issuedAt <= 60 * ms)
+        for i in 0..<5 {
+            #expect(sim.hosts[i].node.replica.state.items[Self.film]?.stamp == record.stamp)
+            #expect(sim.hosts[i].node.replica.state.items[Self.film]?.timeline.position == 600 * s)
+        }
+        // Every peer learnt of the seek before its instant.
+        for i in 0..<5 {
+            let learnt = sim.hosts[i].log.first { entry in
+                if case .groupChanged(let c) = entry.directive, case .item(let r) = c.kind { return r.stamp == record.stamp }
+                return false
+            }
+            #expect(learnt != nil && learnt!.time < anchors[i], "host \(i) learnt of the seek before it took effect")
+        }
+    }
+
+    @Test("three peers pressing play, pause and seek within the same 10 ms converge to one state")
+    func concurrentCommands() {
+        var sim = settled(hosts: 5)
+        sim.issue(0, .load(Self.film, .init()))
+        sim.run(for: 200 * ms)
+        let t = sim.now
+        sim.at(t, on: 1) { sim, i in sim.issue(i, .play(rate: nil)) }
+        sim.at(t + 4 * ms, on: 2) { sim, i in sim.issue(i, .pause) }
+        sim.at(t + 9 * ms, on: 3) { sim, i in sim.issue(i, .seek(position: 42 * Nanos.second)) }
+        sim.run(for: 500 * ms)
+        let states = sim.hosts.map(\.node.replica.state)
+        #expect(Set(states).count == 1)
+        // The winner is the largest stamp among the three.
+        #expect(states[0].items[Self.film]?.action != .load)
+    }
+
+    @Test("a partitioned group that diverges converges within one anti-entropy round after healing")
+    func partitionHeals() {
+        var sim = settled(hosts: 6)
+        sim.issue(0, .load(Self.film, .init()))
+        sim.run(for: 200 * ms)
+        sim.partition([0, 1, 2], [3, 4, 5])
+        sim.run(for: 500 * ms)
+        sim.issue(1, .play(rate: 1.5))
+        sim.issue(4, .seek(position: 30 * Nanos.second))
+        sim.issue(5, .load(ItemID("other")!, .init()))
+        sim.run(for: 10 * s)
+        #expect(sim.hosts[0].node.replica.state != sim.hosts[3].node.replica.state)
+        sim.heal()
+        // Peers were lost during the 10 s cut; they come back within a probe interval, and
+        // greet each other with digests. One anti-entropy interval (1 s) bounds the rest.
+        sim.run(for: 1 * s + 600 * ms)
+        let states = sim.hosts.map(\.node.replica.state)
+        #expect(Set(states).count == 1, "one state everywhere")
+    }
+
+    @Test("a late joiner adopts the group's state and does not impose its own")
+    func lateJoiner() {
+        var sim = Simulation(hosts: 4, seed: 3)
+        // Host 3 is cut off from the start, and has its own idea.
+        sim.partition([3], [0, 1, 2])
+        sim.run(for: 2 * s)
+        sim.issue(0, .load(Self.film, .init()))
+        sim.run(for: 10 * ms)
+        sim.issue(1, .play(rate: nil))
+        sim.run(for: 3 * s)
+        sim.heal()
+        sim.run(for: 2 * s)
+        let states = sim.hosts.map(\.node.replica.state)
+        #expect(Set(states).count == 1)
+        #expect(states[3].items[Self.film]?.timeline.phase == .playing)
+        // And it places the playing timeline where the others do, now and a minute later.
+        for _ in 0..<2 {
+            let positions = (0..<4).compactMap { position(sim, $0, atTrue: sim.now) }
+            defer { sim.run(for: 60 * s) }
+            #expect(positions.count == 4)
+            #expect(positions.max()! - positions.min()! < 20 * Nanos.microsecond, "media positions differ by \(positions.max()! - positions.min()!) ns: \(positions.map { $0 - positions[0] })")
+        }
+    }
+
+    @Test("with 20% loss and duplication, commands still reach everyone (retransmission, then anti-entropy)")
+    func lossyNetwork() {
+        var network = Simulation.Network()
+        network.loss = 0.2
+        network.duplicate = 0.2
+        var sim = Simulation(hosts: 5, seed: 9, network: network)
+        sim.run(for: 3 * s)
+        sim.issue(0, .load(Self.film, .init()))
+        sim.run(for: 100 * ms)
+        sim.issue(2, .play(rate: nil))
+        sim.run(for: 300 * ms)
+        #expect(Set(sim.hosts.map(\.node.replica.state)).count == 1)
+    }
+
+    @Test("random concurrent commands from up to 8 peers, delivered late, lost or twice, always converge after anti-entropy")
+    func randomCommandsConverge() async {
+        await propertyCheck(count: 25, input: Gen.int(in: 2...8), Gen.int(in: 1...25), Gen.int(in: 0...Int.max)) { hosts, commands, seed in
+            var network = Simulation.Network()
+            var rng = SplitMix64(seed: UInt64(seed))
+            network.loss = Double.random(in: 0...0.3, using: &rng)
+            network.duplicate = Double.random(in: 0...0.3, using: &rng)
+            network.jitterNs = Int64.random(in: 0...5_000_000, using: &rng)
+            network.delayNs = 5_000_000 + network.jitterNs
+            var sim = Simulation(hosts: hosts, seed: UInt64(seed), network: network)
+            sim.run(for: 2 * Nanos.second)
+            let items = ["a", "b", "c"].map { ItemID($0)! }
+            for _ in 0..<commands {
+                let host = Int.random(in: 0..<hosts, using: &rng)
+                let item = items.randomElement(using: &rng)!
+                let command: GroupCommand = [
+                    .load(item, .init()), .play(rate: nil), .pause, .seek(position: Int64.random(in: 0...1_000_000_000_000, using: &rng)),
+                    .setRate([0.5, 1, 2].randomElement(using: &rng)!), .stop,
+                ].randomElement(using: &rng)!
+                sim.issue(host, command)
+                sim.run(for: Int64.random(in: 0...30_000_000, using: &rng))
+            }
+            // Then a quiet, healthy network: anti-entropy settles everything.
+            sim.network.loss = 0
+            sim.network.duplicate = 0
+            sim.run(for: 3 * Nanos.second)
+            #expect(Set(sim.hosts.map(\.node.replica.state)).count == 1)
+        }
+    }
+}

@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LockstepCore
+import LockstepLab
+import LockstepMPV
+import Testing
+
+/// A fresh headless mpv (mpv is a dependency of the project: tools/test installs it).
+private func launchMPV(media: String? = nil, paused: Bool = true) async throws -> MPVProcess {
+    let dir = "/tmp/lockstep-mpv-tests"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    var options = MPVOptions(socketPath: "\(dir)/\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock", media: media)
+    options.paused = paused
+    return try await MPVProcess.launch(options)
+}
+
+/// A 60 s Opus tone, made once and cached.
+private func tone() throws -> String { try TestMedia.tone(seconds: 60) }
+
+@Suite("mpv IPC against a real mpv", .serialized)
+struct MPVConnectionTests {
+    @Test("launch returns once the socket answers; terminate stops mpv and removes its socket")
+    func launchAndTerminate() async throws {
+        let mpv = try await launchMPV()
+        #expect(mpv.isRunning)
+        let c = try await mpv.connect()
+        let version = try await c.get("mpv-version").string
+        #expect(version?.hasPrefix("mpv ") == true)
+        #expect(try await c.get("pid").int == Int64(mpv.pid))
+        await mpv.terminate()
+        #expect(!mpv.isRunning)
+        #expect(!FileManager.default.fileExists(atPath: mpv.options.socketPath))
+    }
+
+    @Test("concurrent requests each get their own reply, stamped with host times around the call")
+    func concurrentRequests() async throws {
+        let mpv = try await launchMPV()
+        defer { Task { await mpv.terminate() } }
+        let c = try await mpv.connect()
+        let before = MonotonicClock.read()
+        let replies = try await withThrowingTaskGroup(of: (Int, MPVReply).self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    if i % 2 == 0 {
+                        return (i, try await c.send(["expand-text", .string("n=\(i)")]))
+                    }
+                    return (i, try await c.send(["get_property", "idle-active"]))
+                }
+            }
+            var all: [Int: MPVReply] = [:]
+            for try await (i, r) in group { all[i] = r }
+            return all
+        }
+        let after = MonotonicClock.read()
+        #expect(replies.count == 40)
+        for (i, r) in replies {
+            #expect(r.succeeded)
+            #expect(r.data == (i % 2 == 0 ? .string("n=\(i)") : .bool(true)))
+            #expect(before <= r.sentAt && r.sentAt <= r.receivedAt && r.receivedAt <= after)
+        }
+        await c.close()
+    }
+
+    @Test("a refused command throws mpv's own error")
+    func refused() async throws {
+        let mpv = try await launchMPV()
+        defer { Task { await mpv.terminate() } }
+        let c = try await mpv.connect()
+        await #expect(throws: MPVError.failed(command: "get_property no-such-property", error: "property not found")) {
+            try await c.get("no-such-property")
+        }
+        let reply = try await c.send(["no-such-command"])
+        #expect(!reply.succeeded)
+        #expect(try await c.get("idle-active") == true)  // still usable
+    }
+
+    @Test("observed properties and playback events arrive as events, in order")
+    func events() async throws {
+        let mpv = try await launchMPV()
+        defer { Task { await mpv.terminate() } }
+        let c = try await mpv.connect()
+        let id = try await c.observe("pause")
+        let initial = await c.nextEvent(timeout: 2) { $0.propertyName == "pause" }
+        #expect(initial?.data == true)
+        #expect(initial?.observerID == id)
+
+        try await c.command("loadfile", .string(try tone()))
+        #expect(await c.nextEvent(timeout: 5) { $0.name == "file-loaded" } != nil)
+        try await c.set("pause", false)
+        let unpaused = await c.nextEvent(timeout: 2) { $0.propertyName == "pause" }
+        #expect(unpaused?.data == false)
+        #expect(unpaused.map { $0.receivedAt <= MonotonicClock.read() } == true)
+
+        try await c.command("seek", 30, "absolute")
+        #expect(await c.nextEvent(timeout: 2) { $0.name == "seek" } != nil)
+        #expect(await c.nextEvent(timeout: 5) { $0.name == "playback-restart" } != nil)
+        let position = try #require(try await c.get("time-pos").double)
+        #expect(position >= 30 && position < 32)
+
+        try await c.command("stop")
+        let end = await c.nextEvent(timeout: 2) { $0.name == "end-file" }
+        #expect(end?.reason == "stop")
+    }
+
+    @Test("when mpv dies, pending requests fail with .disconnected and the event stream ends")
+    func mpvQuits() async throws {
+        let mpv = try await launchMPV()
+        let c = try await mpv.connect()
+        mpv.suspend()
+        let pending = Task { try await c.get("idle-active") }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        kill(mpv.pid, SIGKILL)
+        await #expect(throws: MPVError.disconnected) { try await pending.value }
+        var remaining = 0
+        for await _ in c.events { remaining += 1 }  // ends
+        #expect(c.isClosed)
+        await #expect(throws: MPVError.disconnected) { try await c.get("idle-active") }
+        await mpv.terminate()
+    }
+
+    @Test("quit: the reply may or may not come, but the connection ends cleanly")
+    func quitCommand() async throws {
+        let mpv = try await launchMPV()
+        let c = try await mpv.connect()
+        _ = try? await c.command("quit")
+        await c.waitUntilClosed()
+        #expect(c.isClosed)
+        for _ in 0..<100 where mpv.isRunning { try await Task.sleep(nanoseconds: 20_000_000) }
+        #expect(mpv.exitStatus == 0)
+    }
+
+    @Test("connect with a timeout waits for mpv to come up (the reconnect helper); without one it fails at once")
+    func reconnect() async throws {
+        let path = "/tmp/lockstep-mpv-tests/late-\(getpid()).sock"
+        unlink(path)
+        await #expect(throws: MPVError.self) { try await MPVConnection.connect(socketPath: path) }
+        let waiting = Task { try await MPVConnection.connect(socketPath: path, timeout: 10) }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        var options = MPVOptions(socketPath: path)
+        options.paused = true
+        let mpv = try await MPVProcess.launch(options)
+        let c = try await waiting.value
+        #expect(try await c.get("idle-active") == true)
+        // mpv restarts: the old connection ends, a new one answers.
+        await mpv.terminate()
+        await c.waitUntilClosed()
+        let again = try await MPVProcess.launch(options)
+        let c2 = try await c.reconnect()
+        #expect(try await c2.get("pid").int == Int64(again.pid))
+        await again.terminate()
+    }
+}
+
+@Suite("Position probe against real mpv", .serialized)
+struct PositionProbeTests {
+    @Test("the probe finds a 37 ms offset made by seeking, and one made by resuming 37 ms apart, to within 1 ms")
+    func knownOffsets() async throws {
+        let media = try tone()
+        let a = try await launchMPV(media: media), b = try await launchMPV(media: media)
+        defer { Task { await a.terminate(); await b.terminate() } }
+        let ca = try await a.connect(), cb = try await b.connect()
+        for (dp, dt) in [(0.037, 0.0), (0.0, 0.037), (-0.0125, 0.0)] {
+            let trial = try await ProbeCheck.trial(ca, cb, at: 20, positionOffset: dp, timeOffset: dt, sampling: 1)
+            print("TRIAL", dp, dt, trial)
+            let error = try #require(trial.errors["audio-pts"])
+            #expect(abs(trial.truth - (dp - dt)) < 0.02, "the players are where the trial put them")
+            #expect(abs(error) < 0.001, "audio-pts: measured \(trial.measured), truth \(trial.truth)")
+            if let steps = trial.errors["time-pos"] {
+                #expect(abs(steps) < 0.010, "time-pos from its steps: \(steps)")
+            }
+        }
+    }
+
+    @Test("a steady player's audio-pts readings lie on a line of slope 1 to within a millisecond")
+    func steadyLine() async throws {
+        let mpv = try await launchMPV(media: try tone(), paused: false)
+        defer { Task { await mpv.terminate() } }
+        let c = try await mpv.connect()
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let probe = PositionProbe(players: [c])
+        probe.start()
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let track = try #require(await probe.stop().first)
+        #expect(track.points.count > 50)
+        let middle = track.points[track.points.count / 2].time
+        let e = try #require(track.estimate(at: middle))
+        #expect(abs(e.rate - 1) < 0.002)
+        #expect(e.residual < 0.001)
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import LockstepCore
+import Testing
+
+@testable import LockstepWire
+
+/// The test vectors in `Protocol/vectors/`: every peer message type, byte for byte, and sealed
+/// envelopes. An independent implementation can check itself against the same files.
+///
+/// `LOCKSTEP_WRITE_VECTORS=1 swift test --filter VectorTests` rewrites them from the messages
+/// below (only when the wire format changes on purpose, with a version bump).
+@Suite("Protocol vectors")
+struct VectorTests {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Protocol/vectors")
+
+    struct MessageVector: Codable {
+        var name: String
+        var message: PeerMessage
+        var hex: String
+    }
+
+    struct EnvelopeVector: Codable {
+        var name: String
+        var keyHex: String
+        var epoch: UInt32
+        var sender: PeerID
+        var incarnation: UInt64
+        var sequence: UInt64
+        var plaintextHex: String
+        var datagramHex: String
+
+        enum CodingKeys: String, CodingKey {
+            case name
+            case keyHex = "key_hex"
+            case epoch, sender, incarnation, sequence
+            case plaintextHex = "plaintext_hex"
+            case datagramHex = "datagram_hex"
+        }
+    }
+
+    struct RejectionVector: Codable {
+        var name: String
+        var datagramHex: String
+        /// The counter name of the expected rejection (see `Envelope.Rejection.counterName`).
+        var rejection: String
+
+        enum CodingKeys: String, CodingKey {
+            case name
+            case datagramHex = "datagram_hex"
+            case rejection
+        }
+    }
+
+    static let a = PeerID(hex: "0123456789abcdef0123456789abcdef")!
+    static let b = PeerID(hex: "fedcba9876543210fedcba9876543210")!
+    static let film = ItemID("https://example.org/films/night.mkv")!
+
+    /// One representative of every message type (and of each optional part).
+    static var messages: [(String, PeerMessage)] {
+        let stamp = Stamp(lamport: 42, origin: a, incarnation: 1_795_300_000_000_000)
+        let version = VersionVector([.init(peer: a, counter: 42), .init(peer: b, counter: 17)])
+        let timeline = Timeline(phase: .playing, anchorTime: 5_000_000_000_000, position: 90_000_000_000, rate: 1.5)
+        let record = ItemRecord(item: film, metadata: ItemMetadata(title: "Night", artworkURL: "https://example.org/night.jpg", durationNs: 5_400_000_000_000), timeline: timeline, action: .seek, reason: nil, stamp: stamp, version: version)
+        let estimate = ClockEstimate(referenceLocal: 4_000_000_000_000, offsetNs: -12_345_678.5, skewPPM: 42.25, errorBoundNs: 3_500, errorGrowthPPM: 0.5, hardBoundNs: 21_000, hardGrowthPPM: 1, delayNs: 42_000, sampleCount: 200, lastSampleLocal: 3_999_900_000_000)
+        return [
+            ("clock request", .clockRequest(exchange: 7, t1: 1_000_000_123)),
+            ("clock reply", .clockReply(exchange: 7, t1: 1_000_000_123, t2: 31_000_050_000, t3: 31_000_060_000)),
+            ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
+            ("goodbye", .goodbye),
+            ("item record (from its origin, asking for an ack)", .itemRecord(record, relay: nil, wantsAck: true)),
+            ("item record relayed, with a reason and no metadata", .itemRecord(ItemRecord(item: ItemID("custom:episode-7")!, timeline: Timeline(phase: .paused, anchorTime: -3, position: 0, rate: 1), action: .start, reason: "ready", stamp: stamp, version: VersionVector()), relay: RelayAnchor(anchorTime: 7_000_000_000_000, errorBoundNs: 4_000), wantsAck: false)),
+            ("current record", .currentRecord(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), stamp: stamp, version: version), wantsAck: true)),
+            ("current record: stopped", .currentRecord(CurrentRecord(item: nil, stamp: stamp, version: version), wantsAck: false)),
+            ("ack", .ack(stamp: stamp)),
+            ("digest", .digest(GroupDigest(current: stamp, items: [.init(itemHash: film.stableHash, stamp: stamp)]), participants: [ParticipantDigest(peer: b, incarnation: 9, version: 3)], wantsReply: true)),
+            ("digest of an empty state", .digest(GroupDigest(current: nil, items: []), participants: [], wantsReply: false)),
+            ("participant", .participant(ParticipantRecord(peer: b, incarnation: 9, version: 3, players: [
+                PlayerStatus(playerID: 1, name: "mpv", itemHash: film.stableHash, readiness: .ready, outputLatencyNs: 40_000_000, startLatencyNs: 30_000_000),
+                PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: ["stall-recovery", "interruption"]),
+            ]))),
+            ("clock report", .clockReport(ClockReport(entries: [.init(peer: b, incarnation: 9, estimate: estimate)]))),
+            ("key update", .keyUpdate(epoch: 2, key: Array(0..<32))),
+            ("key ack", .keyAck(epoch: 2)),
+        ]
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func bytes(_ hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            out.append(UInt8(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
+    static func load<T: Decodable>(_ name: String, as: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(contentsOf: directory.appendingPathComponent(name)))
+    }
+
+    static func write(_ value: some Encodable, to name: String) throws {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try (e.encode(value) + Data("\n".utf8)).write(to: directory.appendingPathComponent(name))
+    }
+
+    static let key = GroupKey(bytes: Array(repeating: 0x42, count: 32), epoch: 1)!
+
+    static func envelopeVectors() -> [EnvelopeVector] {
+        let sealer = EnvelopeSealer(sender: a, incarnation: 1_795_300_000_000_000, key: key)
+        return [("first datagram: a clock request", PeerMessage.clockRequest(exchange: 1, t1: 1_000)), ("second datagram: goodbye", .goodbye)].enumerated().map { i, v in
+            let plaintext = v.1.encoded()
+            return EnvelopeVector(name: v.0, keyHex: hex(key.bytes), epoch: 1, sender: a, incarnation: 1_795_300_000_000_000, sequence: UInt64(i + 1), plaintextHex: hex(plaintext), datagramHex: hex(sealer.seal(plaintext)))
+        }
+    }
+
+    static func rejectionVectors(_ envelopes: [EnvelopeVector]) -> [RejectionVector] {
+        let good = bytes(envelopes[0].datagramHex)
+        var tampered = good
+        tampered[tampered.count - 20] ^= 1
+        var version2 = good
+        version2[2] = 2
+        var otherEpoch = good
+        otherEpoch[3] = 9
+        return [
+            RejectionVector(name: "not Lockstep", datagramHex: hex(Array("hello".utf8)), rejection: "not_lockstep"),
+            RejectionVector(name: "unknown wire version", datagramHex: hex(version2), rejection: "unknown_version"),
+            RejectionVector(name: "shorter than header and tag", datagramHex: hex(Array(good.prefix(40))), rejection: "too_short"),
+            RejectionVector(name: "one ciphertext bit flipped", datagramHex: hex(tampered), rejection: "auth_failed"),
+            RejectionVector(name: "key epoch not held", datagramHex: hex(otherEpoch), rejection: "unknown_key_epoch"),
+        ]
+    }
+
+    @Test("every peer message encodes to its vector's bytes, and the bytes decode to the message")
+    func messages() throws {
+        if ProcessInfo.processInfo.environment["LOCKSTEP_WRITE_VECTORS"] == "1" {
+            try Self.write(Self.messages.map { MessageVector(name: $0.0, message: $0.1, hex: Self.hex($0.1.encoded())) }, to: "peer-messages.json")
+            let envelopes = Self.envelopeVectors()
+            try Self.write(envelopes, to: "envelopes.json")
+            try Self.write(Self.rejectionVectors(envelopes), to: "rejections.json")
+        }
+        let vectors = try Self.load("peer-messages.json", as: [MessageVector].self)
+        #expect(Set(vectors.map(\.message.typeName)).count == 12, "every message type has a vector")
+        for v in vectors {
+            #expect(Self.hex(v.message.encoded()) == v.hex, "\(v.name) encodes as the vector says")
+            #expect(try PeerMessage.decode(Self.bytes(v.hex)) == v.message, "\(v.name) decodes to the vector's message")
+        }
+    }
+
+    @Test("envelope vectors: sealing gives the vector's datagram, opening gives its plaintext")
+    func envelopes() throws {
+        let vectors = try Self.load("envelopes.json", as: [EnvelopeVector].self)
+        #expect(vectors.count >= 2)
+        let key = GroupKey(bytes: Self.bytes(vectors[0].keyHex), epoch: vectors[0].epoch)!
+        let sealer = EnvelopeSealer(sender: vectors[0].sender, incarnation: vectors[0].incarnation, key: key)
+        let opener = EnvelopeOpener(me: Self.b, keys: [key])
+        for v in vectors {
+            let sealed = sealer.seal(Self.bytes(v.plaintextHex))
+            #expect(Self.hex(sealed) == v.datagramHex, "\(v.name): sealed bytes")
+            let (header, plaintext) = try opener.open(Self.bytes(v.datagramHex))
+            #expect(header.sequence == v.sequence)
+            #expect(Self.hex(plaintext) == v.plaintextHex)
+        }
+    }
+
+    @Test("rejection vectors: each bad datagram is refused for the stated reason")
+    func rejections() throws {
+        let vectors = try Self.load("rejections.json", as: [RejectionVector].self)
+        #expect(vectors.count >= 5)
+        for v in vectors {
+            let opener = EnvelopeOpener(me: Self.b, keys: [Self.key])
+            do {
+                _ = try opener.open(Self.bytes(v.datagramHex))
+                Issue.record("\(v.name): accepted")
+            } catch {
+                #expect(error.counterName == v.rejection, "\(v.name)")
+            }
+        }
+    }
+}
