@@ -161,6 +161,8 @@ public actor Agent: ClientHandler {
                 publish(change)
             case .participantsChanged:
                 break
+            case .tellPlayer(let id, let instruction):
+                tell(id, instruction)
             }
         }
     }

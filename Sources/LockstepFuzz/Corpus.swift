@@ -3,7 +3,7 @@ import Foundation
 /// Seed corpora and input files.
 enum Corpus {
     /// Writes every target's seeds to `directory/TARGET/NAME` and its dictionary to
-    /// `directory/TARGET.dict`; returns how many seeds.
+    /// `directory/TARGET.dict` (if it has one); returns how many seeds.
     static func write(to directory: String) throws -> Int {
         let fm = FileManager.default
         var count = 0
@@ -14,8 +14,11 @@ enum Corpus {
                 try Data(bytes).write(to: dir.appendingPathComponent(name))
                 count += 1
             }
-            let dict = target.dictionary.map { "\"" + escaped($0) + "\"\n" }.joined()
-            try Data(dict.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent(target.rawValue + ".dict"))
+            // libFuzzer refuses an empty dictionary file: none is written for targets without one.
+            if !target.dictionary.isEmpty {
+                let dict = target.dictionary.map { "\"" + escaped($0) + "\"\n" }.joined()
+                try Data(dict.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent(target.rawValue + ".dict"))
+            }
         }
         return count
     }

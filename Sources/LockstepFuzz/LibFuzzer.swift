@@ -19,12 +19,15 @@ private func LLVMFuzzerRunDriver(
 enum LibFuzzer {
     /// The target the C callback runs (it can capture nothing). Set once, before fuzzing starts.
     nonisolated(unsafe) private static var target = FuzzTarget.peer
+    /// libFuzzer's argv: kept reachable, since libFuzzer may exit from inside the driver (and
+    /// LeakSanitizer would report it).
+    nonisolated(unsafe) private static var argv: [UnsafeMutablePointer<CChar>?] = []
 
     /// Runs libFuzzer with `arguments` (argv[0] first) after the target's defaults, which they override.
     static func run(_ target: FuzzTarget, arguments: [String]) -> Int32 {
         Self.target = target
         let all = [arguments[0]] + target.libFuzzerDefaults + arguments.dropFirst()
-        var argv: [UnsafeMutablePointer<CChar>?] = all.map { strdup($0) } + [nil]
+        argv = all.map { strdup($0) } + [nil]
         var argc = Int32(all.count)
         return argv.withUnsafeMutableBufferPointer { buffer in
             var base = buffer.baseAddress

@@ -10,8 +10,9 @@ import NIOCore
 ///     chunking: 0 = the stream in one read; otherwise reads of 1...64 bytes, from a generator seeded by it
 ///
 /// Properties: the frames are those of a model of the protocol (split at `\n`, a trailing `\r`
-/// dropped, a line longer than the limit reported once as oversized and skipped) whatever the
-/// reads; the decoder never holds more than a line's worth of bytes; decoding a line gives a
+/// dropped, a line longer than the limit reported once as oversized and skipped, as soon as it
+/// is known to be too long) whatever the reads; the decoder never holds more than a line's worth
+/// of bytes; decoding a line gives a
 /// value or a `ProtocolError`, and a request that decodes survives a round trip.
 enum PlayerTarget {
     static func run(_ bytes: [UInt8]) {
@@ -54,16 +55,22 @@ enum PlayerTarget {
         for case .line(let line) in frames { parse(line) }
     }
 
-    /// The frames the protocol document describes for `stream` (complete lines only).
+    /// The frames the protocol document describes for `stream`: one per complete line, and an
+    /// oversized report for an incomplete last line that is already too long whatever follows.
     static func model(_ stream: [UInt8], maxLine: Int) -> [LineFrame] {
+        let cr = UInt8(ascii: "\r")
         var out: [LineFrame] = []
         var start = 0
         for (i, b) in stream.enumerated() where b == UInt8(ascii: "\n") {
             var line = Array(stream[start..<i])
             let length = line.count
-            if line.last == UInt8(ascii: "\r") { line.removeLast() }
+            if line.last == cr { line.removeLast() }
             out.append(line.count > maxLine ? .oversized(bytes: length) : .line(line))
             start = i + 1
+        }
+        let partial = stream.count - start
+        if partial > maxLine + 1 || (partial == maxLine + 1 && stream.last != cr) {
+            out.append(.oversized(bytes: partial))
         }
         return out
     }

@@ -1,7 +1,7 @@
 // LockstepFuzz: the decoders that take hostile input, as libFuzzer targets.
 //
 //     LockstepFuzz list                        the targets
-//     LockstepFuzz seeds DIR                   writes the seed corpus, DIR/TARGET/NAME, and DIR/TARGET.dict
+//     LockstepFuzz seeds DIR                   writes the seed corpus, DIR/TARGET/NAME, and DIR/TARGET.dict if any
 //     LockstepFuzz run TARGET PATH...          runs files (or every file in directories) through TARGET
 //     LockstepFuzz fuzz TARGET [libFuzzer arguments and corpus directories]
 //

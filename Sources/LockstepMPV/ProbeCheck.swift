@@ -4,15 +4,17 @@ import LockstepCore
 /// probe must find that distance.
 ///
 /// A trial, with players A and B playing the same file:
-/// 1. both pause; A seeks (exactly) to `position`, B to `position + positionOffset`;
-/// 2. once both have settled, their paused positions `pA`, `pB` are read: exact values, no
-///    timing involved (mpv resumes from precisely there; measured: a line fitted to the
-///    readings after a resume passes within 0.06 ms of the paused position at the instant the
-///    resume was written);
+/// 1. both pause; A seeks (exactly) to `position`, B to `position + positionOffset`; both
+///    play for 300 ms and pause again;
+/// 2. their paused positions `pA`, `pB` are read: exact values, no timing involved. (Paused
+///    from playing, mpv resumes from precisely there: a line fitted to the readings after a
+///    resume passes within 0.06 ms of the paused position at the instant the resume was
+///    written. Not so right after a seek while paused: `audio-pts` and `time-pos` then read up to
+///    the audio buffer, 0.18 s, short of where playback will resume; hence the 300 ms of play.)
 /// 3. both resume, B `timeOffset` seconds after A (both at once for 0); the host times the two
 ///    requests were written, `sA` and `sB`, are recorded;
 /// 4. so at any later common instant, B − A = (pB − pA) − (sB − sA): the truth;
-/// 5. the probe reads both for ``sampling`` seconds and estimates B − A at the middle of that
+/// 5. the probe reads both for `sampling` seconds and estimates B − A at the middle of that
 ///    time: the measurement.
 ///
 /// The error (measured − truth) also contains how differently the two mpv react to their
@@ -39,7 +41,13 @@ public enum ProbeCheck {
         properties: [String] = ["audio-pts", "time-pos"], sampling: Double = 1.5, interval: Double = 0.005
     ) async throws -> Trial {
         for player in [a, b] { try await player.set("pause", true) }
-        let pA = try await seek(a, to: position), pB = try await seek(b, to: position + positionOffset)
+        try await a.command("seek", .double(position), "absolute+exact")
+        try await b.command("seek", .double(position + positionOffset), "absolute+exact")
+        for player in [a, b] { try await waitForSeek(player) }
+        for player in [a, b] { try await player.set("pause", false) }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        for player in [a, b] { try await player.set("pause", true) }
+        let pA = try await pausedPosition(a), pB = try await pausedPosition(b)
 
         let sA: Int64, sB: Int64
         if timeOffset == 0 {
@@ -76,34 +84,32 @@ public enum ProbeCheck {
         return Trial(position: position, positionOffset: positionOffset, timeOffset: timeOffset, truth: truth, measured: measured)
     }
 
-    /// Seeks a paused player exactly to `target` and returns its position once it holds still
-    /// there. A seek request returns before the seek is done, and a player that already sits
-    /// near `target` would look settled at once: so it first seeks 5 s away and waits for that.
-    static func seek(_ player: MPVConnection, to target: Double) async throws -> Double {
-        for t in [target + 5, target] {
-            try await player.command("seek", .double(t), "absolute+exact")
-            _ = try await settledPosition(player, near: t)
-        }
-        return try await settledPosition(player, near: target)
-    }
-
-    /// The paused position once a seek to about `near` has finished: `audio-pts` read until it
-    /// is within 0.5 s of `near` and holds still.
-    static func settledPosition(_ player: MPVConnection, near: Double, timeout: Double = 5) async throws -> Double {
+    /// Waits until a seek just requested has been carried out (`seeking` false and a position
+    /// known, twice 20 ms apart, at least 60 ms after the request).
+    static func waitForSeek(_ player: MPVConnection, timeout: Double = 5) async throws {
+        try await Task.sleep(nanoseconds: 20_000_000)
         let deadline = MonotonicClock.read() + Nanos.from(seconds: timeout)
-        var last: Double?, same = 0
+        var ready = 0
         while MonotonicClock.read() < deadline {
-            let seeking = try? await player.get("seeking").bool
-            let value = try? await player.get("audio-pts").double
-            if seeking == false, let value, abs(value - near) < 0.5, value == last {
-                same += 1
-                if same >= 3 { return value }
-            } else {
-                same = 0
-            }
-            last = value
+            let seeking = try await player.get("seeking").bool
+            let known = (try? await player.get("audio-pts").double) != nil
+            ready = seeking == false && known ? ready + 1 : 0
+            if ready >= 2 { return }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
-        throw MPVError.failed(command: "seek \(near)", error: "the position did not settle there within \(timeout) s")
+        throw MPVError.failed(command: "seek", error: "not done within \(timeout) s")
+    }
+
+    /// The position of a player just paused: `audio-pts` read until it holds still.
+    static func pausedPosition(_ player: MPVConnection, timeout: Double = 5) async throws -> Double {
+        let deadline = MonotonicClock.read() + Nanos.from(seconds: timeout)
+        var last: Double?
+        while MonotonicClock.read() < deadline {
+            try await Task.sleep(nanoseconds: 20_000_000)
+            let value = try? await player.get("audio-pts").double
+            if let value, value == last { return value }
+            last = value
+        }
+        throw MPVError.failed(command: "pause", error: "the position did not hold still within \(timeout) s")
     }
 }

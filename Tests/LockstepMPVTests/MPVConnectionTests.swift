@@ -163,7 +163,6 @@ struct PositionProbeTests {
         let ca = try await a.connect(), cb = try await b.connect()
         for (dp, dt) in [(0.037, 0.0), (0.0, 0.037), (-0.0125, 0.0)] {
             let trial = try await ProbeCheck.trial(ca, cb, at: 20, positionOffset: dp, timeOffset: dt, sampling: 1)
-            print("TRIAL", dp, dt, trial)
             let error = try #require(trial.errors["audio-pts"])
             #expect(abs(trial.truth - (dp - dt)) < 0.02, "the players are where the trial put them")
             #expect(abs(error) < 0.001, "audio-pts: measured \(trial.measured), truth \(trial.truth)")

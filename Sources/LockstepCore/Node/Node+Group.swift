@@ -98,7 +98,7 @@ extension Node {
             guard let id = item ?? replica.state.current?.item, let existing = replica.state.items[id] else { return ([], .failure(.noItem)) }
             guard let current = localTimeline(of: existing, now: now) else { return ([], .failure(.clockUnknown(existing.stamp.origin))) }
             let timeline: Timeline
-            switch timelineFor(command, from: current, nominalRate: existing.timeline.rate, item: id, now: now) {
+            switch timelineFor(command, from: current, nominalRate: existing.timeline.rate, item: id, immediately: reason == "play-immediately", now: now) {
             case .success(let t): timeline = t
             case .failure(let e): return ([], .failure(e))
             }
@@ -112,7 +112,10 @@ extension Node {
 
     /// The new timeline (on the local clock) that `command` makes of `current` (the group's
     /// timeline on the local clock, which may advance at the origin's pace, `nominalRate` scaled).
-    func timelineFor(_ command: GroupCommand, from current: Timeline, nominalRate: Double, item: ItemID, now: Int64) -> Result<Timeline, CommandError> {
+    ///
+    /// `play` waits (a waiting timeline) while participants on the item are not ready, unless
+    /// `immediately`; the start then follows when they are (see ``refreshPlayers(now:)``).
+    func timelineFor(_ command: GroupCommand, from current: Timeline, nominalRate: Double, item: ItemID, immediately: Bool = false, now: Int64) -> Result<Timeline, CommandError> {
         let at = now + leadTime(for: item, now: now)
         switch command {
         case .play(let rate):
@@ -120,6 +123,9 @@ extension Node {
             guard Timeline.rateRange.contains(r) else { return .failure(.invalidRate(r)) }
             if current.phase == .playing && r == nominalRate { return .success(current) }
             let position = current.phase == .playing ? current.position(at: at) : current.position
+            if current.phase != .playing && !immediately && !blockers(on: item).isEmpty {
+                return .success(Timeline(phase: .waiting, anchorTime: now, position: position, rate: r))
+            }
             return .success(Timeline(phase: .playing, anchorTime: at, position: position, rate: r))
         case .pause:
             if current.phase == .playing {

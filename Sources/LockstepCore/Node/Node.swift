@@ -27,6 +27,12 @@ public struct Node: Sendable {
         public var clockReportIntervalNs: Int64 = 1 * Nanos.second
         public var replica = Replica.Configuration()
         public var lead = LeadTime.Configuration()
+        public var sync = SyncPolicy.Configuration()
+        /// Suspension reasons that make the group wait (held) instead of playing on without the
+        /// suspended player (SharePlay's `suspensionReasonsThatTriggerWaiting`).
+        public var waitingReasons: Set<String> = []
+        /// A group waiting for readiness starts anyway after this long; laggards catch up later.
+        public var waitTimeoutNs: Int64 = 8 * Nanos.second
 
         public init() {}
     }
@@ -54,6 +60,8 @@ public struct Node: Sendable {
     public internal(set) var participants: [PeerID: ParticipantRecord] = [:]
     /// For records relayed by a peer other than their origin: the anchor on the relay's clock.
     var relayAnchors: [Stamp: (via: PeerID, anchorTime: Int64, boundNs: Int64)] = [:]
+    /// The players connected to this agent.
+    public internal(set) var players: [UInt32: PlayerSession] = [:]
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
@@ -113,6 +121,9 @@ public struct Node: Sendable {
         default:
             break
         }
+        if out.contains(where: \.affectsPlayers) {
+            out += refreshPlayers(now: now)
+        }
         return out
     }
 
@@ -162,6 +173,7 @@ public struct Node: Sendable {
             clocks[peer] = c
         }
         out += onGroupTick(now: now)
+        out += refreshPlayers(now: now)
         if now >= nextClockReport {
             nextClockReport = now + configuration.clockReportIntervalNs
             mesh.expire(atLocal: now)
@@ -192,6 +204,7 @@ public struct Node: Sendable {
     public func nextDeadline(now: Int64) -> Int64 {
         var next = min(membership.nextDeadline(after: now), nextClockReport == .min ? now : nextClockReport)
         next = min(next, replica.nextDeadline(now: now))
+        next = min(next, playersDeadline(now: now))
         for (peer, c) in clocks where membership.isReachable(peer) {
             next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
         }
@@ -254,6 +267,17 @@ public struct Node: Sendable {
     }
 }
 
+extension NodeDirective {
+    /// Changes after which local players may need telling.
+    var affectsPlayers: Bool {
+        switch self {
+        case .groupChanged, .participantsChanged: return true
+        case .membership(.stateChanged): return true
+        default: return false
+        }
+    }
+}
+
 /// What a ``Node`` asks its shell to do.
 public enum NodeDirective: Sendable, Equatable {
     /// Send a message. Clock requests and replies get their send time (t1, t3) from the shell.
@@ -264,4 +288,6 @@ public enum NodeDirective: Sendable, Equatable {
     case groupChanged(GroupChange)
     /// A peer's players changed.
     case participantsChanged
+    /// Tell a local player something.
+    case tellPlayer(UInt32, PlayerInstruction)
 }
