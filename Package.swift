@@ -77,6 +77,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The reference player: a precise virtual player, for tests, benchmarks, and as an example.
+        .target(name: "LockstepRefPlayer", dependencies: ["LockstepClient", "LockstepCore", "LockstepWire"]),
+        .executableTarget(
+            name: "lockstep-refplayer",
+            dependencies: [
+                "LockstepRefPlayer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // The network lab (tools/lab) driven from Swift, for lab tests and benchmarks.
         .target(name: "LockstepLab", dependencies: ["LockstepClient", "LockstepWire"]),
         .executableTarget(
@@ -121,7 +130,7 @@ let package = Package(
         ),
         .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepAgent", "LockstepTestKit", "LockstepLab"]),
         // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
-        .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire"]),
+        .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire", "LockstepMPV"]),
     ]
 )
 

@@ -111,10 +111,3 @@ extension Agent {
         for c in clients.values where c.topics.contains(topic) { c.connection.send(line) }
     }
 }
-
-extension Agent {
-    /// Delivers an instruction to the local player `id` (implemented with the player protocol).
-    func tell(_ id: UInt32, _ instruction: PlayerInstruction) {
-        _ = (id, instruction)
-    }
-}

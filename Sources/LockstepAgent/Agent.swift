@@ -60,6 +60,8 @@ public actor Agent: ClientHandler {
         self.startedAt = MonotonicClock.read()
         var nodeConfig = Node.Configuration()
         nodeConfig.membership.lostAfterNs = configuration.peerTimeoutNs
+        nodeConfig.waitingReasons = configuration.waitingReasons
+        nodeConfig.waitTimeoutNs = configuration.waitTimeoutNs
         self.node = Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)
     }
 
@@ -160,7 +162,7 @@ public actor Agent: ClientHandler {
             case .groupChanged(let change):
                 publish(change)
             case .participantsChanged:
-                break
+                broadcast(PlayersChangedEvent(hostTimeNs: MonotonicClock.read(), players: playersView().players), topic: "players")
             case .tellPlayer(let id, let instruction):
                 tell(id, instruction)
             }
@@ -191,6 +193,10 @@ public actor Agent: ClientHandler {
     }
 
     public func disconnected(_ client: ClientConnection) {
+        if let id = clients[client.id]?.playerID {
+            execute(node.removePlayer(id: id, now: now()))
+            rearm()
+        }
         clients[client.id] = nil
     }
 
@@ -219,7 +225,10 @@ public actor Agent: ClientHandler {
         }
         switch header.type {
         case "hello":
-            reply(try hello(PlayerJSON.decode(HelloRequest.self, from: line), client))
+            let (result, directives) = try hello(PlayerJSON.decode(HelloRequest.self, from: line), client)
+            reply(result)
+            execute(directives)
+            rearm()
         case "status":
             reply(status())
         case "peers":
@@ -239,25 +248,36 @@ public actor Agent: ClientHandler {
             clients[client.id]?.topics.formUnion(request.topics)
             reply(stateView())
         default:
+            if try dispatchPlayer(header.type, line, client, reply: { result in
+                if let id = header.requestID { client.send(AnyReply(requestID: id, result: result)) }
+            }) { return }
             throw ProtocolError(.unknownType, "unknown request type '\(header.type.truncated(toUTF8: 64))'")
         }
     }
 
-    private func hello(_ request: HelloRequest, _ client: ClientConnection) throws -> HelloResult {
+    private func hello(_ request: HelloRequest, _ client: ClientConnection) throws -> (HelloResult, [NodeDirective]) {
         guard request.protocol == PlayerProtocol.version else {
             throw ProtocolError(.unsupportedVersion, "this agent speaks player protocol \(PlayerProtocol.version), not \(request.protocol)")
         }
         var state = clients[client.id] ?? ClientState(connection: client)
+        var directives: [NodeDirective] = []
         state.hello = request
         if request.role == .player && state.playerID == nil {
-            state.playerID = nextPlayerID
+            let id = nextPlayerID
             nextPlayerID += 1
+            state.playerID = id
+            let caps = request.capabilities ?? PlayerCapabilities()
+            let info = PlayerSession.Info(
+                name: request.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
+                outputLatencyNs: request.outputLatencyNs ?? 0, startLatencyNs: request.startLatencyNs ?? 0)
+            clients[client.id] = state
+            directives = node.addPlayer(id: id, info: info, now: now())
         }
         clients[client.id] = state
         client.logger.info("client said hello", metadata: [
             "client.name": "\(request.name ?? "-")", "client.role": "\(request.role?.rawValue ?? "monitor")",
         ])
-        return HelloResult(protocol: PlayerProtocol.version, playerID: state.playerID, agent: status())
+        return (HelloResult(protocol: PlayerProtocol.version, playerID: state.playerID, agent: status()), directives)
     }
 
     // MARK: - Views

@@ -169,6 +169,12 @@ struct Watch: AsyncParsableCommand {
             let what = e.change == "current" ? "group item → \(e.itemID ?? "none")" : "\(o.action) \(e.itemID ?? "")"
             let pos = e.state.item.flatMap { $0.positionNowNs }.map { " at \(Human.position(ns: $0))" } ?? ""
             return "\(stamp) \(what)\(pos) by \(o.name)\(o.local ? " (here)" : "")\(o.reason.map { " (\($0))" } ?? "")"
+        case "players_changed":
+            guard let e = try? event.decode(PlayersChangedEvent.self) else { return "\(stamp) players changed" }
+            let list = e.players.map { p in
+                "\(p.participant.name)@\(p.participant.peerName) \(p.participant.readiness)" + (p.participant.suspensionReasons.isEmpty ? "" : " suspended (\(p.participant.suspensionReasons.joined(separator: ",")))")
+            }
+            return "\(stamp) players: " + (list.isEmpty ? "none" : list.joined(separator: "; "))
         case "peer_changed":
             guard let e = try? event.decode(PeerChangedEvent.self) else { return "\(stamp) peer changed" }
             return "\(stamp) peer \(e.peer.name) is \(e.peer.state)"

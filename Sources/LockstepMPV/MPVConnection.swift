@@ -19,23 +19,27 @@ import Synchronization
 /// parsed; every request is stamped just before it is written. A reply therefore brackets the
 /// instant mpv evaluated it: `sentAt ≤ evaluated ≤ receivedAt` (see ``MPVReply``).
 ///
-/// When mpv quits (or the socket closes for any reason) ``events`` finishes and every pending
+/// When mpv quits (or the socket closes for any reason) ``events`` ends and every pending
 /// request fails with ``MPVError/disconnected``; ``connect(socketPath:timeout:group:)`` with a
 /// timeout is the reconnect helper (it retries until mpv's socket answers).
 public final class MPVConnection: Sendable {
     public let socketPath: String
-    /// Events from mpv, in the order mpv sent them. One consumer only. The stream keeps the
-    /// newest 4096 events if nobody reads them, and finishes when the connection closes.
-    public let events: AsyncStream<MPVEvent>
+    /// Events from mpv, in the order mpv sent them, for one reader at a time. Events wait in a
+    /// queue (the newest 4096 are kept) until read, through this stream or ``nextEvent(timeout:where:)``.
+    /// The stream ends when the connection closes, or when the task reading it is cancelled;
+    /// the queue stays, so a new stream (or ``nextEvent(timeout:where:)``) goes on from there.
+    public var events: AsyncStream<MPVEvent> {
+        let core = self.core
+        return AsyncStream(unfolding: { await core.nextEvent(timeout: nil) })
+    }
 
     private let channel: any Channel
     private let core: MPVConnectionCore
 
-    private init(socketPath: String, channel: any Channel, core: MPVConnectionCore, events: AsyncStream<MPVEvent>) {
+    private init(socketPath: String, channel: any Channel, core: MPVConnectionCore) {
         self.socketPath = socketPath
         self.channel = channel
         self.core = core
-        self.events = events
     }
 
     deinit {
@@ -60,8 +64,7 @@ public final class MPVConnection: Sendable {
     }
 
     private static func connectOnce(socketPath: String, group: any EventLoopGroup) async throws -> MPVConnection {
-        let (events, sink) = AsyncStream<MPVEvent>.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        let core = MPVConnectionCore(events: sink)
+        let core = MPVConnectionCore()
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: group)
@@ -72,10 +75,9 @@ public final class MPVConnection: Sendable {
                 }
                 .connect(unixDomainSocketPath: socketPath).get()
         } catch {
-            sink.finish()
             throw MPVError.cannotConnect(socketPath: socketPath, reason: "\(error)")
         }
-        return MPVConnection(socketPath: socketPath, channel: channel, core: core, events: events)
+        return MPVConnection(socketPath: socketPath, channel: channel, core: core)
     }
 
     /// Connects again to the same socket (see ``connect(socketPath:timeout:group:)``).
@@ -151,22 +153,15 @@ public final class MPVConnection: Sendable {
         try await run(["unobserve_property", .int(observerID)])
     }
 
-    /// Reads ``events`` until one satisfies `predicate` or `timeout` seconds pass (then nil).
-    /// Only for a caller that is the sole reader of ``events``.
-    public func nextEvent(timeout: Double, where predicate: @escaping @Sendable (MPVEvent) -> Bool) async -> MPVEvent? {
-        let events = self.events
-        return await withTaskGroup(of: MPVEvent?.self) { group in
-            group.addTask {
-                for await e in events where predicate(e) { return e }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(nanoseconds: UInt64(max(timeout, 0) * 1e9))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+    /// The next event that satisfies `predicate` (events before it are dropped), or nil if
+    /// none comes within `timeout` seconds or the connection closes. Reads the same queue as
+    /// ``events``: use one or the other at a time.
+    public func nextEvent(timeout: Double, where predicate: @Sendable (MPVEvent) -> Bool = { _ in true }) async -> MPVEvent? {
+        let deadline = MonotonicClock.read() + Nanos.from(seconds: timeout)
+        while true {
+            let left = deadline - MonotonicClock.read()
+            guard left > 0, let event = await core.nextEvent(timeout: left) else { return nil }
+            if predicate(event) { return event }
         }
     }
 
@@ -275,7 +270,7 @@ public enum MPVError: Error, CustomStringConvertible, Equatable {
 }
 
 /// The state shared by a connection and its channel handler: requests awaiting replies, ids,
-/// and the event sink.
+/// and the queue of events.
 final class MPVConnectionCore: Sendable {
     private struct Waiter {
         var continuation: CheckedContinuation<MPVReply, any Error>
@@ -292,11 +287,35 @@ final class MPVConnectionCore: Sendable {
     }
 
     private let state = Mutex(State())
-    private let sink: AsyncStream<MPVEvent>.Continuation
+    private struct Events {
+        var queue: [MPVEvent] = []
+        var head = 0
+        /// The reader waiting for the next event (one reader at a time), with its ticket.
+        var waiter: (ticket: Int64, continuation: CheckedContinuation<MPVEvent?, Never>)?
+        var nextTicket: Int64 = 0
+        /// The last ticket that registered as the waiter (or got its answer at once).
+        var lastSeated: Int64 = 0
+        /// Tickets abandoned before they were seated (a timeout or cancellation that raced them).
+        var abandoned: Set<Int64> = []
+        var closed = false
 
-    init(events: AsyncStream<MPVEvent>.Continuation) {
-        self.sink = events
+        var count: Int { queue.count - head }
+
+        mutating func pop() -> MPVEvent? {
+            guard head < queue.count else { return nil }
+            defer {
+                head += 1
+                if head > 1024 && head * 2 > queue.count {
+                    queue.removeFirst(head)
+                    head = 0
+                }
+            }
+            return queue[head]
+        }
     }
+
+    private let events = Mutex(Events())
+    static let maxQueuedEvents = 4096
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
@@ -349,7 +368,17 @@ final class MPVConnectionCore: Sendable {
     /// One parsed line from mpv, read at host time `receivedAt`.
     func deliver(_ line: [String: MPVValue], receivedAt: Int64) {
         if let name = line["event"]?.string {
-            sink.yield(MPVEvent(name: name, receivedAt: receivedAt, fields: line))
+            let event = MPVEvent(name: name, receivedAt: receivedAt, fields: line)
+            let waiter = events.withLock { e -> CheckedContinuation<MPVEvent?, Never>? in
+                if let w = e.waiter {
+                    e.waiter = nil
+                    return w.continuation
+                }
+                e.queue.append(event)
+                if e.count > Self.maxQueuedEvents { _ = e.pop() }
+                return nil
+            }
+            waiter?.resume(returning: event)
             return
         }
         guard let id = line["request_id"]?.int,
@@ -368,7 +397,58 @@ final class MPVConnectionCore: Sendable {
             return Array(s.waiting.values)
         }
         for w in waiters { w.continuation.resume(throwing: MPVError.disconnected) }
-        sink.finish()
+        let reader = events.withLock { e in
+            e.closed = true
+            defer { e.waiter = nil }
+            return e.waiter?.continuation
+        }
+        reader?.resume(returning: nil)
+    }
+
+    /// The next queued event, waiting for one up to `timeout` ns (nil: forever); nil on
+    /// timeout, cancellation, or once the connection has closed and the queue is empty.
+    func nextEvent(timeout: Int64?) async -> MPVEvent? {
+        let ticket = events.withLock { e in
+            e.nextTicket += 1
+            return e.nextTicket
+        }
+        let timer = timeout.map { ns in
+            Task { [weak self] in
+                try? await Task.sleep(nanoseconds: UInt64(max(ns, 0)))
+                self?.abandon(ticket)
+            }
+        }
+        defer { timer?.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<MPVEvent?, Never>) in
+                let ready: MPVEvent?? = events.withLock { e in
+                    e.lastSeated = ticket
+                    if e.abandoned.remove(ticket) != nil { return .some(nil) }
+                    if let event = e.pop() { return .some(event) }
+                    if e.closed || Task.isCancelled { return .some(nil) }
+                    let previous = e.waiter
+                    e.waiter = (ticket, continuation)
+                    previous?.continuation.resume(returning: nil)  // one reader at a time
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            abandon(ticket)
+        }
+    }
+
+    /// Stops waiting for an event (timeout or cancellation): the waiter gets nil.
+    private func abandon(_ ticket: Int64) {
+        let waiter = events.withLock { e -> CheckedContinuation<MPVEvent?, Never>? in
+            guard let w = e.waiter, w.ticket == ticket else {
+                if ticket > e.lastSeated { e.abandoned.insert(ticket) }
+                return nil
+            }
+            e.waiter = nil
+            return w.continuation
+        }
+        waiter?.resume(returning: nil)
     }
 }
 

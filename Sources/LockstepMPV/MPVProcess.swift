@@ -87,8 +87,8 @@ public final class MPVProcess: Sendable {
     }
 
     /// Starts mpv and waits (up to `timeout` seconds) until its socket answers
-    /// `get_property mpv-version`, and with ``MPVOptions/media`` until the file is loaded (its
-    /// `duration` is known). Kills it and throws if that does not happen in time.
+    /// `get_property mpv-version`, and with ``MPVOptions/media`` until the file is loaded and
+    /// its playback initialized (`time-pos` is known). Kills it and throws if that does not happen in time.
     public static func launch(_ options: MPVOptions, timeout: Double = 10) async throws -> MPVProcess {
         unlink(options.socketPath)
         let process = try spawn(options)
@@ -98,8 +98,9 @@ public final class MPVProcess: Sendable {
                 throw MPVError.launchFailed("mpv exited at once (status \(status)); command: \(options.arguments.joined(separator: " "))")
             }
             if let connection = try? await MPVConnection.connect(socketPath: options.socketPath) {
-                // With media: until it is loaded (its duration is known), so it can be sought at once.
-                let answered = (try? await connection.get(options.media == nil ? "mpv-version" : "duration")) != nil
+                // With media: until its playback is initialized (`time-pos` known; `duration` comes
+                // earlier, when a seek is still refused), so it can be sought at once.
+                let answered = (try? await connection.get(options.media == nil ? "mpv-version" : "time-pos")) != nil
                 await connection.close()
                 if answered { return process }
             }

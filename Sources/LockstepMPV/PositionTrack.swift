@@ -31,7 +31,8 @@ public struct PositionSample: Sendable, Equatable {
 /// (round-trip midpoint, position). The position at host time `t` is the intercept at `t` of
 /// a least-squares line through the readings within ``window`` of `t`; if any of them is more
 /// than ``tolerance`` off that line (a pause, a seek, a speed change in the window), the window
-/// is halved until they fit, down to interpolating the two readings around `t`.
+/// is halved until they fit, down to interpolating the two readings around `t` (none if the
+/// player jumped between them: a seek leaves no position between its two sides).
 ///
 /// **Stepping sources** (`time-pos`, `playback-time`: they hold a value until the next block of
 /// audio or the next video frame, 10–100 ms later): each change of value is an edge, placed
@@ -158,6 +159,8 @@ public struct PositionTrack: Sendable {
                 guard lo != hi else { return Estimate(position: vLo, rate: 0, points: 1, residual: 0) }
                 let span = Double(points[hi].time - points[lo].time)
                 let rate = (vHi - vLo) / (span / 1e9)
+                // A jump between the two readings: the position in between is unknown.
+                guard rate > -0.05, rate < 4 else { return nil }
                 return Estimate(position: vLo + rate * Double(t - points[lo].time) / 1e9, rate: rate, points: 2, residual: 0)
             }
             w /= 2

@@ -27,7 +27,10 @@ struct MpvBench: AsyncParsableCommand {
     @Option(help: "Media: video (25 fps test picture with a tone) or tone (Opus tone).")
     var media = "video"
 
-    @Option(help: "Pause/play/seek cycles.")
+    @Option(help: "Runs per system (a fresh lab each; results pooled).")
+    var runs = 1
+
+    @Option(help: "Pause/play/seek cycles per run.")
     var cycles = 4
 
     @Option(help: "Seconds of steady playback.")
@@ -52,6 +55,7 @@ struct MpvBench: AsyncParsableCommand {
             "mpv": Self.mpvVersion(),
             "media": (file as NSString).lastPathComponent,
             "hosts": "3 lab hosts (network namespaces), one headless mpv each (--vo=null --ao=null)",
+            "runs": "\(runs) per system, pooled",
             "probe": "audio-pts via get_property every 10 ms per player; readings with round trip > 2 ms dropped; position at common instants from local line fits",
             "script": "h1 plays; \(cycles) cycles of pause (3 s) / play (5 s) / absolute seek (6 s), rotating hosts; \(Int(steady)) s steady; h2's mpv SIGSTOPped \(stall) s, watched \(Int(script.watch)) s",
             "spread": "max − min of the 3 positions every 10 ms, from \(script.settle) s after a command to the next",
@@ -71,16 +75,22 @@ struct MpvBench: AsyncParsableCommand {
             default: throw ValidationError("unknown system \(name) (available: syncplay)")
             }
             for (k, v) in system.configuration { report.parameters[k] = v }
-            options.progress("\(name): building a 3-host lab")
-            let lab = try Lab(hosts: 3, avahi: system.needsAvahi, name: "mpv")
-            defer { lab.destroy() }
-            let progress = options.progress
-            let recording = try await MpvScenarios.record(
-                system: system, lab: lab, hosts: [1, 2, 3], media: file, script: script,
-                progress: { progress("\(name): \($0)") })
-            if let dump { try MpvScenarios.dump(recording, to: dump + "/" + name) }
-            results.append((name, MpvScenarios.analyse(recording, script: script)))
-            lab.destroy()
+            var pooled = MpvResult()
+            for run in 1...max(runs, 1) {
+                let tag = runs > 1 ? "\(name) run \(run)/\(runs)" : name
+                options.progress("\(tag): building a 3-host lab")
+                let lab = try Lab(hosts: 3, avahi: system.needsAvahi, name: "mpv")
+                defer { lab.destroy() }
+                let progress = options.progress
+                let recording = try await MpvScenarios.record(
+                    system: system, lab: lab, hosts: [1, 2, 3], media: file, script: script,
+                    progress: { progress("\(tag): \($0)") })
+                if let dump { try MpvScenarios.dump(recording, to: dump + "/" + name + (runs > 1 ? "-\(run)" : "")) }
+                let result = MpvScenarios.analyse(recording, script: script)
+                if run == 1 { pooled = result } else { pooled.merge(result) }
+                lab.destroy()
+            }
+            results.append((name, pooled))
         }
         Self.tabulate(results, into: &report)
         report.notes.append("""
@@ -201,21 +211,27 @@ struct MpvBench: AsyncParsableCommand {
         }
         report.tables["reaction latency of the other hosts (ms)"] = reactionRows
 
-        var stallRows: [[String: String]] = []
-        stallRows.append(row([("after the stall", "offset 0.5 s after SIGCONT, ms")], results.map(\.1.stallOffsetAfter)))
-        stallRows.append(row([("after the stall", "offset at the end of the watch, ms")], results.map(\.1.stallOffsetFinal)))
-        var recovery = row([("after the stall", "recovery time, s")], results.map(\.1.stallRecovery), unit: 1, digits: 2)
-        for (name, r) in results where r.stallRecovery == nil { recovery[name] = "never" }
-        if let ratioName, results.contains(where: { $0.1.stallRecovery == nil }) { recovery[ratioName] = "-" }
-        stallRows.append(recovery)
-        var jumped = row([("after the stall", "the others jumped (room rewound)")], results.map { _ in nil })
-        for (name, r) in results { jumped[name] = r.othersJumped ? "yes" : "no" }
-        stallRows.append(jumped)
+        // One value per run, "a / b / c".
+        func perRun(_ label: String, _ value: (MpvStall) -> String) -> [String: String] {
+            var r = row([("after the stall", label)], results.map { _ in nil })
+            for (name, result) in results { r[name] = result.stalls.map(value).joined(separator: " / ") }
+            if let ratioName { r[ratioName] = "-" }
+            return r
+        }
+        let ms: (Double?) -> String = { $0.map { fmt($0 * 1000, 1) } ?? "-" }
+        let stallRows = [
+            perRun("offset 0.5 s after SIGCONT, ms") { ms($0.offsetAfter) },
+            perRun("offset at the end of the watch, ms") { ms($0.offsetFinal) },
+            perRun("recovery time, s") { $0.recovery.map { fmt($0, 2) } ?? "never" },
+            perRun("the others jumped (room rewound)") { $0.othersJumped ? "yes" : "no" },
+        ]
         report.tables["one mpv stalled (SIGSTOP) and resumed"] = stallRows
         for (name, r) in results {
-            if let v = r.stallOffsetAfter { setFigure(&report, "\(name)_stall_offset_after_ms", v * 1000) }
-            if let v = r.stallOffsetFinal { setFigure(&report, "\(name)_stall_offset_final_ms", v * 1000) }
-            if let v = r.stallRecovery { setFigure(&report, "\(name)_stall_recovery_s", v) }
+            let after = Stats(r.stalls.compactMap(\.offsetAfter)), final = Stats(r.stalls.compactMap(\.offsetFinal))
+            if after.count > 0 { setFigure(&report, "\(name)_stall_offset_after_ms", after.median * 1000) }
+            if final.count > 0 { setFigure(&report, "\(name)_stall_offset_final_ms", final.median * 1000) }
+            let recovered = r.stalls.compactMap(\.recovery)
+            if recovered.count == r.stalls.count, !recovered.isEmpty { setFigure(&report, "\(name)_stall_recovery_s", Stats(recovered).max) }
         }
 
         var probeRows: [[String: String]] = []

@@ -70,17 +70,37 @@ struct MpvResult: Sendable {
     var ownReactions: [MpvAction.Kind: [Double]] = [:]
     /// Other hosts that never reacted (within 3 s), by command.
     var missed: [MpvAction.Kind: Int] = [:]
-    /// The stalled player's offset from the others' median 0.5 s after it resumed, seconds.
-    var stallOffsetAfter: Double?
-    /// Time from SIGCONT until it stayed within `recoveredWithin` of the others for `recoveredFor`.
-    var stallRecovery: Double?
-    /// Its offset at the end of the watch.
-    var stallOffsetFinal: Double?
-    /// Whether the players that were not stalled jumped during the stall's watch (a rewind).
-    var othersJumped = false
+    /// What each stall did (one per run).
+    var stalls: [MpvStall] = []
     /// Probe round trips (seconds) and the share of readings kept.
     var roundTrips: [Double] = []
     var readingsKept = 1.0
+
+    /// Pools another run's results into these.
+    mutating func merge(_ other: MpvResult) {
+        spreads.merge(other.spreads) { $0 + $1 }
+        reactions.merge(other.reactions) { $0 + $1 }
+        ownReactions.merge(other.ownReactions) { $0 + $1 }
+        missed.merge(other.missed) { $0 + $1 }
+        let total = Double(roundTrips.count + other.roundTrips.count)
+        if total > 0 {
+            readingsKept = (readingsKept * Double(roundTrips.count) + other.readingsKept * Double(other.roundTrips.count)) / total
+        }
+        roundTrips += other.roundTrips
+        stalls += other.stalls
+    }
+}
+
+/// One player stalled (SIGSTOP) and resumed, against the median of the others.
+struct MpvStall: Sendable {
+    /// Its offset 0.5 s after it resumed, seconds.
+    var offsetAfter: Double?
+    /// Time from SIGCONT until it stayed within `recoveredWithin` of the others for `recoveredFor`; nil: never.
+    var recovery: Double?
+    /// Its offset at the end of the watch.
+    var offsetFinal: Double?
+    /// Whether the players that were not stalled jumped during the watch (a rewind of the room).
+    var othersJumped = false
 }
 
 enum MpvScenarios {
@@ -217,7 +237,8 @@ enum MpvScenarios {
             let median = others.count % 2 == 1 ? others[others.count / 2] : (others[others.count / 2 - 1] + others[others.count / 2]) / 2
             return mine - median
         }
-        result.stallOffsetAfter = offset(at: r.stallEnd + 500 * Nanos.millisecond)
+        var stall = MpvStall()
+        stall.offsetAfter = offset(at: r.stallEnd + 500 * Nanos.millisecond)
         let step = 10 * Nanos.millisecond, hold = Nanos.from(seconds: script.recoveredFor)
         var t = r.stallEnd, inSince: Int64?
         while t < r.end {
@@ -229,11 +250,12 @@ enum MpvScenarios {
             }
             t += step
         }
-        if let inSince, t - inSince >= hold { result.stallRecovery = Double(inSince - r.stallEnd) / 1e9 }
-        result.stallOffsetFinal = offset(at: r.end - 200 * Nanos.millisecond)
-        result.othersJumped = r.tracks.indices.filter { $0 != s }.contains {
+        if let inSince, t - inSince >= hold { stall.recovery = Double(inSince - r.stallEnd) / 1e9 }
+        stall.offsetFinal = offset(at: r.end - 200 * Nanos.millisecond)
+        stall.othersJumped = r.tracks.indices.filter { $0 != s }.contains {
             r.tracks[$0].jumped(after: r.stallStart, before: r.end, minimum: 0.3) != nil
         }
+        result.stalls = [stall]
         let all = r.tracks.flatMap(\.samples)
         result.roundTrips = all.map { Double($0.roundTrip) / 1e9 }
         let kept = r.tracks.map(\.points.count).reduce(0, +)

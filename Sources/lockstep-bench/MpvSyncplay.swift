@@ -79,7 +79,7 @@ struct SyncplaySystem: MpvSyncSystem {
             await c.close()
             guard loaded != nil else { throw MpvBenchFailure( "h\(host): mpv did not load \(media)") }
         }
-        progress("syncplay: 3 clients and their mpv up; letting them settle")
+        progress("3 clients and their mpv up; letting them settle")
         try await Task.sleep(nanoseconds: 4_000_000_000)
         return sockets
     }

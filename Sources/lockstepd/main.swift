@@ -54,6 +54,12 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Option(name: .customLong("peer-timeout"), help: "Seconds without an answer after which a peer is lost.")
     var peerTimeout: Double?
 
+    @Option(name: .customLong("waiting-reasons"), help: "Suspension reasons that make the group wait instead of playing on, comma-separated (e.g. interstitial,user-action-required). Give every agent the same list.")
+    var waitingReasons: String?
+
+    @Option(name: .customLong("wait-timeout"), help: "Seconds a group waits for its participants to be ready before starting anyway.")
+    var waitTimeout: Double?
+
     @Option(name: .customLong("sim-clock-offset"), parsing: .unconditional, help: "Test hook: pretend this device's clock is off by SECONDS on the wire.")
     var simClockOffset: Double?
 
@@ -117,6 +123,13 @@ struct LockstepDaemon: AsyncParsableCommand {
         if let text = setting(peerTimeout.map { String($0) }, "PEER_TIMEOUT") {
             guard let s = Double(text), s > 0, s < 3600 else { fail("--peer-timeout must be a number of seconds") }
             config.peerTimeoutNs = Nanos.from(seconds: s)
+        }
+        if let text = setting(waitingReasons, "WAITING_REASONS") {
+            config.waitingReasons = Set(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        if let text = setting(waitTimeout.map { String($0) }, "WAIT_TIMEOUT") {
+            guard let s = Double(text), s >= 0, s < 3600 else { fail("--wait-timeout must be a number of seconds") }
+            config.waitTimeoutNs = Nanos.from(seconds: s)
         }
         let offset = setting(simClockOffset.map { String($0) }, "SIM_CLOCK_OFFSET").flatMap(Double.init) ?? 0
         let skew = setting(simClockSkew.map { String($0) }, "SIM_CLOCK_SKEW").flatMap(Double.init) ?? 0

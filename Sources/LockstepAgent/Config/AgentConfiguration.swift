@@ -26,6 +26,10 @@ public struct AgentConfiguration: Sendable {
     public var staticPeers: [String] = []
     /// A peer that has not answered for this long is lost.
     public var peerTimeoutNs: Int64 = 3 * Nanos.second
+    /// Suspension reasons that make the group wait instead of playing on (give every agent the same set).
+    public var waitingReasons: Set<String> = []
+    /// A group waiting for its participants to be ready starts anyway after this long.
+    public var waitTimeoutNs: Int64 = 8 * Nanos.second
 
     /// Test hooks: a simulated device clock on the wire, and impaired outgoing datagrams.
     public var deviceClock: DeviceClock = .identity

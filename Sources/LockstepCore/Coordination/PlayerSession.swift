@@ -37,7 +37,7 @@ public struct PlayerSession: Sendable {
     public var readiness: PlayerStatus.Readiness = .loading
     public var suspensions: [Suspension] = []
     public var lastReport: (position: Int64, at: Int64)?
-    var sync: SyncPolicy
+    public internal(set) var sync: SyncPolicy
     var nextSuspensionID: UInt32 = 1
     /// What the player was last told, so that it is told again only when something changed.
     var toldTimeline: Stamp?

@@ -162,6 +162,7 @@ public enum PlayerJSON {
             let p = path(ctx)
             return ProtocolError(.invalidField, "missing field \(p.isEmpty ? key.stringValue : p + "." + key.stringValue)")
         case .typeMismatch(let type, let ctx):
+            if ctx.codingPath.isEmpty { return ProtocolError(.malformed, "not a JSON object") }
             return ProtocolError(.invalidField, "field \(path(ctx)) must be \(describe(type))")
         case .valueNotFound(let type, let ctx):
             return ProtocolError(.invalidField, "field \(path(ctx)) must be \(describe(type)), not null")
@@ -181,5 +182,28 @@ public enum PlayerJSON {
         case is Bool.Type: "true or false"
         default: "\(type)".hasPrefix("Array") ? "an array" : "an object"
         }
+    }
+}
+
+/// A successful reply whose result type is only known at run time.
+public struct AnyReply: Encodable, Sendable {
+    public var requestID: RequestID
+    public var result: any Encodable & Sendable
+
+    public init(requestID: RequestID, result: any Encodable & Sendable) {
+        self.requestID = requestID
+        self.result = result
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case requestID = "request_id"
+        case ok, result
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(requestID, forKey: .requestID)
+        try c.encode(true, forKey: .ok)
+        try c.encode(result, forKey: .result)
     }
 }

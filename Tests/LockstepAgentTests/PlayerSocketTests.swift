@@ -1,0 +1,129 @@
+import Foundation
+import LockstepClient
+import LockstepTestKit
+import LockstepWire
+import Testing
+
+/// Bad input on the player socket: an error reply or a clean disconnect, the agent unaffected.
+@Suite("Player socket robustness")
+struct PlayerSocketTests {
+    func reply(_ line: String) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+    }
+
+    func errorCode(_ line: String) throws -> String? {
+        (try reply(line)["error"] as? [String: Any])?["code"] as? String
+    }
+
+    @Test("malformed lines, unknown types and bad fields get one-line errors; the connection keeps working")
+    func badLines() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let s = try RawSocket(path: socket)
+                s.write("this is not json\n")
+                s.write("[1,2,3]\n")
+                s.write("{\"type\":\"teleport\",\"request_id\":1}\n")
+                s.write("{\"type\":\"command\",\"request_id\":2,\"action\":\"seek\"}\n")
+                s.write("{\"type\":\"hello\",\"request_id\":\"h\",\"protocol\":\"one\"}\n")
+                s.write("{\"type\":\"load\",\"request_id\":3,\"item\":\"x\"}\n")
+                s.write("{\"type\":\"status\",\"request_id\":4}\n")
+                let lines = await s.readLines(7)
+                try #require(lines.count == 7)
+                #expect(try errorCode(lines[0]) == "malformed")
+                #expect(try errorCode(lines[1]) == "malformed")
+                #expect(try errorCode(lines[2]) == "unknown_type")
+                #expect(try errorCode(lines[3]) == "invalid_state" || (try errorCode(lines[3])) == "invalid_field")
+                #expect(try errorCode(lines[4]) == "invalid_field")
+                #expect((try reply(lines[4])["error"] as? [String: Any])?["message"] as? String == "field protocol must be an integer")
+                #expect(try errorCode(lines[5]) == "not_a_player")
+                #expect(try reply(lines[6])["ok"] as? Bool == true)
+                #expect(lines.allSatisfy { !$0.contains("\n") })
+            }
+        }
+    }
+
+    @Test("an oversized line is refused and dropped, and the next line is served")
+    func oversized() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let s = try RawSocket(path: socket)
+                s.write("{\"type\":\"status\",\"pad\":\"" + String(repeating: "x", count: 100_000) + "\"}\n")
+                s.write("{\"type\":\"status\",\"request_id\":9}\n")
+                let lines = await s.readLines(2)
+                try #require(lines.count == 2)
+                #expect(try errorCode(lines[0]) == "oversized")
+                #expect(try reply(lines[1])["request_id"] as? Int == 9)
+            }
+        }
+    }
+
+    @Test("an endless line costs bounded memory and the agent keeps serving others")
+    func endlessLine() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let s = try RawSocket(path: socket)
+                for _ in 0..<200 {  // 10 MB, no newline
+                    s.write(String(repeating: "y", count: 50_000))
+                    try await Task.sleep(nanoseconds: 1_000_000)
+                }
+                let status: AgentStatus = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("status") }
+                #expect(status.pid == getpid())
+                let first = await s.readLines(1)
+                #expect(try errorCode(first.first ?? "{}") == "oversized")
+            }
+        }
+    }
+
+    @Test("a client that never reads is disconnected when its queue is full; the agent is unaffected")
+    func neverReads() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let lazy = try RawSocket(path: socket)
+                lazy.write("{\"type\":\"subscribe\",\"topics\":[\"state\"]}\n")
+                try await Task.sleep(nanoseconds: 100_000_000)
+                try await LockstepClient.withConnection(socketPath: socket) { agent in
+                    let _: GroupStateView = try await agent.request("command", CommandRequest(action: "load", item: "x"))
+                    for i in 0..<1500 {
+                        let _: GroupStateView = try await agent.request("command", CommandRequest(action: i % 2 == 0 ? "play" : "pause"))
+                    }
+                    let _: AgentStatus = try await agent.request("status")
+                }
+                #expect(await lazy.isClosedByPeer(), "the agent hung up on the client that does not read")
+            }
+        }
+    }
+
+    @Test("beyond the client limit a connection gets an overloaded error; clients that vanish mid-line leave no trace")
+    func manyClients() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                var held: [RawSocket] = []
+                for _ in 0..<64 { held.append(try RawSocket(path: socket)) }
+                let extra = try RawSocket(path: socket)
+                let line = await extra.readLines(1)
+                #expect(try errorCode(line.first ?? "{}") == "overloaded")
+                #expect(await extra.isClosedByPeer())
+                for s in held { s.write("{\"type\":\"sta") }  // half a line, then gone
+                held.removeAll()
+                try await Task.sleep(nanoseconds: 200_000_000)
+                let status: AgentStatus = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("status") }
+                #expect(status.players == 0)
+            }
+        }
+    }
+
+    @Test("a player that disconnects leaves the participants")
+    func playerVanishes() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                try await LockstepClient.withConnection(socketPath: socket) { agent in
+                    let _: HelloResult = try await agent.request("hello", HelloRequest(role: .player, name: "gone soon"))
+                    let _: LoadResult = try await agent.request("load", LoadRequest(item: "x"))
+                }
+                try await Task.sleep(nanoseconds: 100_000_000)
+                let players: PlayersResult = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("players") }
+                #expect(players.players.isEmpty)
+            }
+        }
+    }
+}
