@@ -130,7 +130,7 @@ let package = Package(
         ),
         .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepAgent", "LockstepTestKit", "LockstepLab"]),
         // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
-        .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire", "LockstepMPV"]),
+        .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire", "LockstepCore", "LockstepMPV"]),
     ]
 )
 

@@ -269,7 +269,7 @@ public actor Agent: ClientHandler {
             let caps = request.capabilities ?? PlayerCapabilities()
             let info = PlayerSession.Info(
                 name: request.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
-                outputLatencyNs: request.outputLatencyNs ?? 0, startLatencyNs: request.startLatencyNs ?? 0)
+                outputLatencyNs: request.outputLatencyNs ?? 0, startLatencyNs: request.startLatencyNs ?? 0, syncToleranceNs: request.syncToleranceNs ?? 0)
             clients[client.id] = state
             directives = node.addPlayer(id: id, info: info, now: now())
         }

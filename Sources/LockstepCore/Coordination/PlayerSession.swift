@@ -10,14 +10,17 @@ public struct PlayerSession: Sendable {
         public var outputLatencyNs: Int64
         /// How long the player needs between an instruction and acting on it (ns).
         public var startLatencyNs: Int64
+        /// How precise its position reports are (ns); errors below this are not corrected.
+        public var syncToleranceNs: Int64
 
-        public init(name: String, canChangeRate: Bool = false, exactSeek: Bool = false, startAtHostTime: Bool = false, outputLatencyNs: Int64 = 0, startLatencyNs: Int64 = 0) {
+        public init(name: String, canChangeRate: Bool = false, exactSeek: Bool = false, startAtHostTime: Bool = false, outputLatencyNs: Int64 = 0, startLatencyNs: Int64 = 0, syncToleranceNs: Int64 = 0) {
             self.name = name
             self.canChangeRate = canChangeRate
             self.exactSeek = exactSeek
             self.startAtHostTime = startAtHostTime
             self.outputLatencyNs = max(0, outputLatencyNs)
             self.startLatencyNs = max(0, startLatencyNs)
+            self.syncToleranceNs = max(0, syncToleranceNs)
         }
     }
 
@@ -49,7 +52,12 @@ public struct PlayerSession: Sendable {
     init(id: UInt32, info: Info, sync: SyncPolicy.Configuration) {
         self.id = id
         self.info = info
-        self.sync = SyncPolicy(configuration: sync)
+        var c = sync
+        // A player whose reports are coarse is not chased for errors it cannot see.
+        c.startNs = max(c.startNs, info.syncToleranceNs)
+        c.settleNs = max(c.settleNs, info.syncToleranceNs / 3)
+        c.seekOnlyAboveNs = max(c.seekOnlyAboveNs, 2 * info.syncToleranceNs)
+        self.sync = SyncPolicy(configuration: c)
     }
 
     /// Suspended by anything but the agent's own stall recovery.

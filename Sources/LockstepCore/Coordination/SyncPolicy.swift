@@ -14,10 +14,11 @@
 /// from after it.
 public struct SyncPolicy: Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// Below this the player is in sync (ns).
-        public var settleNs: Int64 = 500 * Nanos.microsecond
+        /// Below this the player is in sync (ns). Players whose position reports are coarser
+        /// declare a `sync_tolerance_ns` in their hello, which raises both thresholds.
+        public var settleNs: Int64 = 50 * Nanos.microsecond
         /// Above this an in-sync player needs a correction (ns).
-        public var startNs: Int64 = 2 * Nanos.millisecond
+        public var startNs: Int64 = 200 * Nanos.microsecond
         /// Rate-capable players: errors above this are fixed by seeking, below by rate (ns).
         public var seekAboveNs: Int64 = 250 * Nanos.millisecond
         /// Players without rate control: errors above this are fixed by seeking (ns).

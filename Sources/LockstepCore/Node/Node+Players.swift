@@ -123,7 +123,7 @@ extension Node {
             let timeline = localTimeline(of: record, now: now)
         else { return [] }
         // Not before the timeline's instant: a player still waiting to start is not late.
-        guard at >= timeline.anchorTime else { return [] }
+        guard let anchor = localAnchor(of: record, now: now), at >= anchor.time else { return [] }
         let lead = max(p.info.startLatencyNs, 2 * Nanos.millisecond)
         guard let correction = p.sync.onReport(position: position, reportedAt: at, timeline: timeline, outputLatencyNs: p.info.outputLatencyNs, canChangeRate: p.info.canChangeRate, leadNs: lead, now: now) else { return [] }
         return [.tellPlayer(id, .correction(correction))]

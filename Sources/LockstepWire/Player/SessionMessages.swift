@@ -14,20 +14,25 @@ public struct HelloRequest: Codable, Sendable, Equatable {
     /// How long the player needs between being told to start and starting, in ns. The agent
     /// gives anchors at least this far in the future.
     public var startLatencyNs: Int64?
+    /// How precise the player's position reports are (ns): the sync policy does not correct
+    /// errors it cannot tell from report noise. Default: the agent's thresholds (0.2 ms).
+    public var syncToleranceNs: Int64?
 
-    public init(protocol: Int = PlayerProtocol.version, role: Role? = nil, name: String? = nil, capabilities: PlayerCapabilities? = nil, outputLatencyNs: Int64? = nil, startLatencyNs: Int64? = nil) {
+    public init(protocol: Int = PlayerProtocol.version, role: Role? = nil, name: String? = nil, capabilities: PlayerCapabilities? = nil, outputLatencyNs: Int64? = nil, startLatencyNs: Int64? = nil, syncToleranceNs: Int64? = nil) {
         self.protocol = `protocol`
         self.role = role
         self.name = name
         self.capabilities = capabilities
         self.outputLatencyNs = outputLatencyNs
         self.startLatencyNs = startLatencyNs
+        self.syncToleranceNs = syncToleranceNs
     }
 
     enum CodingKeys: String, CodingKey {
         case `protocol`, role, name, capabilities
         case outputLatencyNs = "output_latency_ns"
         case startLatencyNs = "start_latency_ns"
+        case syncToleranceNs = "sync_tolerance_ns"
     }
 }
 

@@ -269,6 +269,36 @@ struct CoordinationTests {
         #expect(abs(bt.position - tvAtBT - 50 * ms) < 10 * Nanos.microsecond)
     }
 
+    @Test("a player drifting off a timeline set by another peer gets a rate correction, then back to the group's rate")
+    mutating func driftCorrected() throws {
+        var sim = group(2)
+        _ = load(&sim, 0)
+        sim.run(for: 100 * ms)
+        _ = load(&sim, 1)
+        ready(&sim, 0)
+        ready(&sim, 1)
+        sim.run(for: 100 * ms)
+        intent(&sim, 0, .play(rate: nil))
+        sim.run(for: 2 * s)
+        // Host 1's player is 3 ms ahead of where the group timeline (set by host 0) is.
+        let start = try #require(lastTimeline(sim, 1))
+        let now = sim.now
+        // Reports describe a moment just past (here 5 ms ago), as real ones do.
+        let reportedAt = sim.local(1) - 5 * ms
+        let truth = start.position + Int64(Double(reportedAt - sim.hosts[1].clock.device(fromHost: start.trueAt)) * start.rate)
+        sim.execute(1, sim.hosts[1].node.playerPosition(id: 1, position: truth + 3 * ms, at: reportedAt, now: sim.local(1)))
+        let corrections = told(sim, 1, since: now).compactMap { entry -> SyncPolicy.Correction? in
+            if case .correction(let c) = entry.instruction { return c }
+            return nil
+        }
+        guard case .rate(let rate, _, let error)? = corrections.first else {
+            Issue.record("expected a rate correction, got \(corrections)")
+            return
+        }
+        #expect(rate < start.rate)
+        #expect(abs(error - 3 * ms) < 20 * Nanos.microsecond)
+    }
+
     @Test("a player that goes to buffering while the group plays is put in stall recovery; the others play on")
     mutating func stallRecovery() throws {
         var sim = group(2)
@@ -298,7 +328,7 @@ struct SyncPolicyTests {
     @Test("an error below the start threshold is left alone; above it a rate-capable player gets a rate nudge that closes the gap")
     func nudge() throws {
         var policy = SyncPolicy()
-        #expect(policy.onReport(position: 1_000_000 + 1 * ms, reportedAt: 1_000_000, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 1_000_000) == nil)
+        #expect(policy.onReport(position: 1_000_000 + 150_000, reportedAt: 1_000_000, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 1_000_000) == nil)
         let c = policy.onReport(position: 2_000_000 + 10 * ms, reportedAt: 2_000_000, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 2_000_000)
         guard case .rate(let rate, let until, let error)? = c else {
             Issue.record("expected a rate correction, got \(String(describing: c))")
@@ -336,9 +366,9 @@ struct SyncPolicyTests {
         // Within the hold time nothing new is planned.
         #expect(policy.onReport(position: 100 * ms + 4 * ms, reportedAt: 100 * ms, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 100 * ms) == nil)
         // Settled: back to the timeline's rate.
-        #expect(policy.onReport(position: 600 * ms + 100_000, reportedAt: 600 * ms, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 600 * ms) == .rate(1, until: 600 * ms, errorNs: 100_000))
-        // 1.5 ms is below the start threshold once in sync.
-        #expect(policy.onReport(position: 700 * ms + 1_500_000, reportedAt: 700 * ms, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 700 * ms) == nil)
+        #expect(policy.onReport(position: 600 * ms + 40_000, reportedAt: 600 * ms, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 600 * ms) == .rate(1, until: 600 * ms, errorNs: 40_000))
+        // 150 µs is below the start threshold once in sync.
+        #expect(policy.onReport(position: 700 * ms + 150_000, reportedAt: 700 * ms, timeline: playing, outputLatencyNs: 0, canChangeRate: true, leadNs: 20 * ms, now: 700 * ms) == nil)
     }
 
     @Test("the output latency is part of the target: a player with 40 ms latency must be 40 ms ahead")
