@@ -18,13 +18,9 @@ enum LockstepTXT {
 extension Agent {
     func startDiscovery(port: UInt16) {
         let discovery = DNSSDDiscovery(logger: logger)
-        let txt = [
-            LockstepTXT.version: String(LockstepVersion.peerProtocol), LockstepTXT.peerID: identity.peerID.hex,
-            LockstepTXT.group: identity.group.tag, LockstepTXT.name: identity.name.truncated(toUTF8: 63),
-        ]
         let events: AsyncStream<DiscoveryEvent>
         do {
-            events = try discovery.start(instanceName: identity.name, port: port, txt: txt)
+            events = try discovery.start(instanceName: identity.name, port: port, txt: txtRecord())
         } catch {
             logger.error("cannot publish over DNS-SD; continuing without it", metadata: ["error": "\(error)"])
             mdnsState = "unavailable: \(error)"

@@ -42,6 +42,9 @@ public actor Agent: ClientHandler {
     var tasks: [Task<Void, Never>] = []
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
+    var keyRotation: KeyRotation?
+    /// When each peer was last sent the current key because it spoke an older one.
+    var keyHints: [PeerID: Int64] = [:]
 
     /// What the agent knows about one connected client.
     struct ClientState {
@@ -119,6 +122,7 @@ public actor Agent: ClientHandler {
     // MARK: - Events
 
     func onInbound(_ d: PeerTransport.Inbound) {
+        if onKeyMessage(d.message, from: d.sender, source: d.source, epochByte: d.epochByte) { return }
         let directives = node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now())
         execute(directives)
         rearm()
@@ -248,6 +252,9 @@ public actor Agent: ClientHandler {
             clients[client.id]?.topics.formUnion(request.topics)
             reply(stateView())
         default:
+            if try dispatchGroup(header.type, line, reply: { result in
+                if let id = header.requestID { client.send(AnyReply(requestID: id, result: result)) }
+            }) { return }
             if try dispatchPlayer(header.type, line, client, reply: { result in
                 if let id = header.requestID { client.send(AnyReply(requestID: id, result: result)) }
             }) { return }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import LockstepClient
 import LockstepWire
 
 struct Peers: AsyncParsableCommand {
@@ -31,7 +32,7 @@ struct Peers: AsyncParsableCommand {
 struct Group: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The group this agent belongs to: its key, join codes, rotation.",
-        subcommands: [NewCode.self])
+        subcommands: [Show.self, Create.self, Join.self, Rotate.self, NewCode.self])
 
     struct NewCode: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -41,5 +42,62 @@ struct Group: AsyncParsableCommand {
         func run() {
             print(JoinCode.make(GroupIdentity(name: "new", key: .random())))
         }
+    }
+}
+
+extension Group {
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The group: name, id, public tag, key epoch. The key only with --reveal.")
+        @OptionGroup var options: CommonOptions
+        @Flag(help: "Also print the join code (it carries the key: anyone with it joins the group).") var reveal = false
+        func run() async throws {
+            let r: GroupShowResult = try await options.withAgent { try await $0.request("group_show", GroupRequest(reveal: reveal)) }
+            print(options.json ? try jsonText(r) : Group.render(r))
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Make a new group with a fresh key, switch this agent to it, and print its join code.")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "A local name for the group.") var name = "default"
+        func run() async throws {
+            let r: GroupShowResult = try await options.withAgent { try await $0.request("group_create", GroupRequest(name: name)) }
+            if options.json { print(try jsonText(r)); return }
+            print(Group.render(r))
+            print("\nOn each other device: lockstep group join \(r.joinCode ?? "")")
+        }
+    }
+
+    struct Join: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Join the group of a join code (stored in the agent's state directory).")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "The join code from 'lockstep group create' or 'group show --reveal'.") var code: String
+        @Option(help: "A local name for the group.") var name: String?
+        func run() async throws {
+            let r: GroupShowResult = try await options.withAgent { agent in
+                do {
+                    return try await agent.request("group_join", GroupRequest(name: name, code: code))
+                } catch LockstepClient.Failure.rejected(let e) {
+                    printError(e.message)
+                    throw ExitCode(1)
+                }
+            }
+            print(options.json ? try jsonText(r) : Group.render(r))
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Replace the group key; reachable peers get the new one at once and nobody restarts.")
+        @OptionGroup var options: CommonOptions
+        func run() async throws {
+            let r: GroupShowResult = try await options.withAgent { try await $0.request("group_rotate") }
+            print(options.json ? try jsonText(r) : Group.render(r) + "\nDevices that were away get the new key when next heard; give new devices a fresh code (group show --reveal).")
+        }
+    }
+
+    static func render(_ r: GroupShowResult) -> String {
+        var f: [(String, String)] = [("group", r.name), ("id", r.id), ("tag", r.tag), ("key epoch", String(r.epoch) + (r.previousEpoch.map { " (still accepting \($0))" } ?? ""))]
+        if let code = r.joinCode { f.append(("join code", code)) }
+        return Fields(f).render()
     }
 }

@@ -136,3 +136,31 @@ struct JoinCodeTests {
         #expect(g.tag == before)
     }
 }
+
+@Suite("Envelope key changes")
+struct EnvelopeKeyChangeTests {
+    @Test("after switching to another group's key (same epoch), the old group's datagrams are refused even from a known sender")
+    func switchGroups() throws {
+        let a = PeerID(high: 1, low: 1), b = PeerID(high: 2, low: 2)
+        let old = GroupKey(bytes: Array(repeating: 1, count: 32), epoch: 1)!
+        let new = GroupKey(bytes: Array(repeating: 2, count: 32), epoch: 1)!
+        let sealer = EnvelopeSealer(sender: a, incarnation: 1, key: old)
+        let opener = EnvelopeOpener(me: b, keys: [old])
+        _ = try opener.open(sealer.seal([1]))
+        opener.accept([new])
+        #expect(throws: Envelope.Rejection.authenticationFailed) { try opener.open(sealer.seal([2])) }
+    }
+
+    @Test("a rotation keeps the replay window: a datagram seen before the rotation is still a replay")
+    func rotationKeepsReplayWindow() throws {
+        let a = PeerID(high: 1, low: 1), b = PeerID(high: 2, low: 2)
+        let k1 = GroupKey(bytes: Array(repeating: 1, count: 32), epoch: 1)!
+        let k2 = GroupKey(bytes: Array(repeating: 3, count: 32), epoch: 2)!
+        let sealer = EnvelopeSealer(sender: a, incarnation: 1, key: k1)
+        let opener = EnvelopeOpener(me: b, keys: [k1])
+        let d = sealer.seal([1])
+        _ = try opener.open(d)
+        opener.accept([k2, k1])
+        #expect(throws: Envelope.Rejection.replayed) { try opener.open(d) }
+    }
+}

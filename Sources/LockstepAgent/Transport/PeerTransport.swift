@@ -15,6 +15,8 @@ public final class PeerTransport: Sendable {
     public struct Inbound: Sendable {
         public var sender: PeerID
         public var incarnation: UInt64
+        /// The low byte of the key epoch it was sealed with.
+        public var epochByte: UInt8
         public var message: PeerMessage
         public var source: Endpoint
         /// Kernel receive time on the device clock.
@@ -22,8 +24,8 @@ public final class PeerTransport: Sendable {
     }
 
     public let socket: PeerSocket
-    let sealer: EnvelopeSealer
-    let opener: EnvelopeOpener
+    public let sealer: EnvelopeSealer
+    public let opener: EnvelopeOpener
     public let deviceClock: DeviceClock
     let impairments: ImpairmentPlan
     let logger: Logger
@@ -67,7 +69,7 @@ public final class PeerTransport: Sendable {
                 return
             }
             count("received")
-            let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, message: message, source: datagram.source, receivedAt: deviceClock.device(fromHost: datagram.receivedAt))
+            let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: deviceClock.device(fromHost: datagram.receivedAt))
             if case .dropped = sink.yield(inbound) {
                 drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
             }
@@ -82,7 +84,7 @@ public final class PeerTransport: Sendable {
 
     /// Sends `message` to `endpoint`. Clock exchanges get their send timestamp (t1 or t3) here,
     /// as late as possible before the datagram leaves.
-    public func send(_ message: PeerMessage, to endpoint: Endpoint) {
+    public func send(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey? = nil) {
         var message = message
         switch message {
         case .clockRequest(let exchange, _):
@@ -98,7 +100,7 @@ public final class PeerTransport: Sendable {
             logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(message.typeCode)", "message.bytes": "\(plaintext.count)"])
             return
         }
-        let datagram = sealer.seal(plaintext)
+        let datagram = sealer.seal(plaintext, with: key)
         count("sent")
         guard let delayLine else {
             if !socket.send(datagram, to: endpoint) { count("send_failed") }

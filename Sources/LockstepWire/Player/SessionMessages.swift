@@ -167,3 +167,43 @@ public struct GroupInfo: Codable, Sendable, Equatable {
         self.epoch = epoch
     }
 }
+
+/// `group_show` (and the result of `group_create`, `group_join`, `group_rotate`).
+public struct GroupShowResult: Codable, Sendable, Equatable {
+    public var name: String
+    /// The group's id (fixed at creation; not secret, not the key).
+    public var id: String
+    public var tag: String
+    public var epoch: UInt32
+    public var previousEpoch: UInt32?
+    /// Only when asked for (`reveal`), or when the group was just created: it gives the key away.
+    public var joinCode: String?
+
+    public init(name: String, id: String, tag: String, epoch: UInt32, previousEpoch: UInt32?, joinCode: String?) {
+        self.name = name
+        self.id = id
+        self.tag = tag
+        self.epoch = epoch
+        self.previousEpoch = previousEpoch
+        self.joinCode = joinCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, id, tag, epoch
+        case previousEpoch = "previous_epoch"
+        case joinCode = "join_code"
+    }
+}
+
+/// Parameters of `group_show`, `group_create`, `group_join`.
+public struct GroupRequest: Codable, Sendable, Equatable {
+    public var reveal: Bool?
+    public var name: String?
+    public var code: String?
+
+    public init(reveal: Bool? = nil, name: String? = nil, code: String? = nil) {
+        self.reveal = reveal
+        self.name = name
+        self.code = code
+    }
+}

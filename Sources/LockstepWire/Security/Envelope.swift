@@ -128,11 +128,12 @@ public final class EnvelopeSealer: Sendable {
         keys.withLock { $0 = (UInt8(truncatingIfNeeded: key.epoch), derived) }
     }
 
-    /// The datagram carrying `plaintext` (at most ``Envelope/maxPlaintextBytes``).
-    public func seal(_ plaintext: [UInt8]) -> [UInt8] {
+    /// The datagram carrying `plaintext` (at most ``Envelope/maxPlaintextBytes``), sealed with the
+    /// current key, or with `other` (to reach a peer that only holds the previous key).
+    public func seal(_ plaintext: [UInt8], with other: GroupKey? = nil) -> [UInt8] {
         precondition(plaintext.count <= Envelope.maxPlaintextBytes, "peer message too large for a datagram")
         let seq = sequence.wrappingAdd(1, ordering: .relaxed).newValue
-        let (epoch, key) = keys.withLock { $0 }
+        let (epoch, key) = other.map { (UInt8(truncatingIfNeeded: $0.epoch), $0.datagramKey(sender: sender, incarnation: incarnation)) } ?? keys.withLock { $0 }
         var w = ByteWriter(capacity: Envelope.headerBytes + plaintext.count + Envelope.tagBytes)
         Envelope.writeHeader(.init(version: Envelope.version, epochByte: epoch, sender: sender, incarnation: incarnation, sequence: seq), into: &w)
         let aad = w.bytes
@@ -159,12 +160,15 @@ public final class EnvelopeOpener: Sendable {
         var highest: UInt64
         var window: [UInt64]  // bitmap of the last `replayWindow` sequence numbers
         var lastUsed: UInt64
+        /// The key set `key` was derived from: a cached key is used only while it is current.
+        var generation: UInt64 = 0
     }
 
     private struct State {
         var keys: [UInt8: GroupKey] = [:]
         var senders: [PeerID: SenderState] = [:]
         var tick: UInt64 = 0
+        var generation: UInt64 = 0
     }
 
     private let me: PeerID
@@ -177,12 +181,13 @@ public final class EnvelopeOpener: Sendable {
         self.state = Mutex(s)
     }
 
-    /// Replaces the accepted keys (current and, during a rotation, previous).
+    /// Replaces the accepted keys (current and, after a rotation, previous). Replay windows are
+    /// kept (a rotation must not let old datagrams in again); keys derived from the old set are not.
     public func accept(_ keys: [GroupKey]) {
         state.withLock { s in
             s.keys = [:]
             for k in keys { s.keys[UInt8(truncatingIfNeeded: k.epoch)] = k }
-            s.senders = [:]
+            s.generation &+= 1
         }
     }
 
@@ -195,10 +200,10 @@ public final class EnvelopeOpener: Sendable {
         let tag = datagram[(datagram.count - Envelope.tagBytes)...]
 
         // Find or derive the sender's key without holding the lock during HKDF.
-        let cached: SymmetricKey? = state.withLock { s in
-            guard let st = s.senders[h.sender] else { return nil }
-            if st.incarnation == h.incarnation && st.epoch == h.epochByte { return st.key }
-            return nil
+        let (cached, generation): (SymmetricKey?, UInt64) = state.withLock { s in
+            guard let st = s.senders[h.sender], st.generation == s.generation else { return (nil, s.generation) }
+            if st.incarnation == h.incarnation && st.epoch == h.epochByte { return (st.key, s.generation) }
+            return (nil, s.generation)
         }
         let key: SymmetricKey
         if let cached {
@@ -220,10 +225,11 @@ public final class EnvelopeOpener: Sendable {
             if var st = s.senders[h.sender] {
                 if h.incarnation < st.incarnation { return .staleIncarnation }
                 if h.incarnation > st.incarnation {
-                    st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick)
+                    st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick, generation: generation)
                 }
                 st.key = key
                 st.epoch = h.epochByte
+                st.generation = generation
                 st.lastUsed = s.tick
                 guard Self.admit(h.sequence, into: &st) else { return .replayed }
                 s.senders[h.sender] = st
@@ -231,7 +237,7 @@ public final class EnvelopeOpener: Sendable {
                 if s.senders.count >= Self.maxSenders, let oldest = s.senders.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                     s.senders[oldest.key] = nil
                 }
-                var st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick)
+                var st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick, generation: generation)
                 _ = Self.admit(h.sequence, into: &st)
                 s.senders[h.sender] = st
             }
