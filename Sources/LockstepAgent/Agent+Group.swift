@@ -71,7 +71,7 @@ extension Agent {
         let local = node.localTimeline(of: r, now: now)
         return ItemView(
             id: r.item.value, title: r.metadata.title, artworkURL: r.metadata.artworkURL, durationNs: r.metadata.durationNs,
-            state: r.timeline.phase.description, hostTimeNs: anchor.map { configuration.deviceClock.host(fromDevice: $0.time) },
+            state: r.timeline.phase.description, hostTimeNs: anchor.map { deviceClock.host(fromDevice: $0.time) },
             positionNs: r.timeline.position, rate: r.timeline.rate, positionNowNs: local.map { $0.position(at: now) },
             originTimeNs: r.timeline.anchorTime, anchorBoundNs: anchor?.boundNs, origin: origin(of: r))
     }

@@ -6,12 +6,12 @@ import Logging
 /// instructions become events, with times moved from the node's clock to the host clock.
 extension Agent {
     /// Host time (CLOCK_MONOTONIC) of a node-clock time.
-    func hostTime(_ local: Int64) -> Int64 { configuration.deviceClock.host(fromDevice: local) }
+    func hostTime(_ local: Int64) -> Int64 { deviceClock.host(fromDevice: local) }
     /// Node-clock time of a host time.
-    func localTime(_ host: Int64) -> Int64 { configuration.deviceClock.device(fromHost: host) }
+    func localTime(_ host: Int64) -> Int64 { deviceClock.device(fromHost: host) }
     /// A rate in media ns per node-clock ns, as media ns per host ns (they differ only when a
     /// test simulates a device clock with a skew).
-    func hostRate(_ rate: Double) -> Double { rate * (1 + configuration.deviceClock.skewPPM * 1e-6) }
+    func hostRate(_ rate: Double) -> Double { rate * (1 + deviceClock.skewPPM * 1e-6) }
 
     /// The player id of `client`, or the error a non-player gets.
     func playerID(of client: ClientConnection) throws -> UInt32 {

@@ -33,6 +33,9 @@ public actor Agent: ClientHandler {
     var identity: Identity
     let logger: Logger
     let startedAt: Int64
+    /// The device clock (the host's monotonic clock unless a test simulates another).
+    let clockSource: DeviceClockSource
+    var deviceClock: DeviceClock { clockSource.current }
     var node: Node
     var transport: PeerTransport?
     var discovery: DNSSDDiscovery?
@@ -61,6 +64,7 @@ public actor Agent: ClientHandler {
         self.loop = loop
         self.logger = logger
         self.startedAt = MonotonicClock.read()
+        self.clockSource = DeviceClockSource(configuration.deviceClock)
         var nodeConfig = Node.Configuration()
         nodeConfig.membership.lostAfterNs = configuration.peerTimeoutNs
         nodeConfig.waitingReasons = configuration.waitingReasons
@@ -70,7 +74,7 @@ public actor Agent: ClientHandler {
 
     /// The local clock of the node: the device clock (the host's monotonic clock unless simulated).
     func now() -> Int64 {
-        configuration.deviceClock.device(fromHost: MonotonicClock.read())
+        deviceClock.device(fromHost: MonotonicClock.read())
     }
 
     // MARK: - Lifecycle
@@ -83,7 +87,7 @@ public actor Agent: ClientHandler {
             socket: socket,
             sealer: EnvelopeSealer(sender: identity.peerID, incarnation: identity.incarnation, key: identity.group.currentKey),
             opener: EnvelopeOpener(me: identity.peerID, keys: keys),
-            deviceClock: configuration.deviceClock, impairments: configuration.impairments, logger: logger)
+            clock: clockSource, impairments: configuration.impairments, logger: logger)
         self.transport = transport
         logger.info("peer socket open", metadata: ["udp.port": "\(socket.port)"])
         if !configuration.deviceClock.isIdentity {
@@ -137,13 +141,13 @@ public actor Agent: ClientHandler {
         rearm()
     }
 
-    private func rearm() {
+    func rearm() {
         let now = now()
         let deadline = node.nextDeadline(now: now)
         if timer != nil && deadline >= timerDeadline { return }
         timer?.cancel()
         timerDeadline = deadline
-        let delay = TimeAmount.nanoseconds(max(0, configuration.deviceClock.host(fromDevice: deadline) - configuration.deviceClock.host(fromDevice: now)))
+        let delay = TimeAmount.nanoseconds(max(0, deviceClock.host(fromDevice: deadline) - deviceClock.host(fromDevice: now)))
         timer = loop.scheduleTask(in: delay) { [self] in
             self.assumeIsolated { agent in
                 agent.timer = nil
@@ -243,6 +247,14 @@ public actor Agent: ClientHandler {
             reply(stateView())
         case "command":
             reply(try command(PlayerJSON.decode(CommandRequest.self, from: line)))
+        case "sim_clock":
+            guard configuration.testHooks else { throw ProtocolError(.invalidState, "sim_clock is a test hook: start lockstepd with --test-hooks") }
+            let r = try PlayerJSON.decode(SimClockRequest.self, from: line)
+            clockSource.change(jumpNs: Int64((r.jumpMs ?? 0) * 1e6), skewPPM: r.skewPPM)
+            logger.warning("simulated device clock changed (test hook)", metadata: ["clock.jump_ms": "\(r.jumpMs ?? 0)", "clock.skew_ppm": "\(deviceClock.skewPPM)"])
+            if (r.jumpMs ?? 0) != 0 { execute(node.onLocalClockStep(now: now())) }
+            rearm()
+            reply(EmptyResult())
         case "subscribe":
             let request = try PlayerJSON.decode(SubscribeRequest.self, from: line)
             let known: Set<String> = ["state", "peers", "players"]
@@ -305,7 +317,7 @@ public actor Agent: ClientHandler {
 
     func clock() -> ClockResult {
         let host = MonotonicClock.read()
-        let now = configuration.deviceClock.device(fromHost: host)
+        let now = deviceClock.device(fromHost: host)
         let list: [ClockInfo] = node.membership.reachable.compactMap { peer in
             guard let resolved = node.resolvedClock(of: peer, now: now), let c = node.clocks[peer] else { return nil }
             let e = resolved.estimate

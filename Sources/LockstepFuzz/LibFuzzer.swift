@@ -23,9 +23,13 @@ enum LibFuzzer {
     /// LeakSanitizer would report it).
     nonisolated(unsafe) private static var argv: [UnsafeMutablePointer<CChar>?] = []
 
+    /// Names the target for the runs libFuzzer starts itself (see main.swift).
+    static let targetVariable = "LOCKSTEP_FUZZ_TARGET"
+
     /// Runs libFuzzer with `arguments` (argv[0] first) after the target's defaults, which they override.
     static func run(_ target: FuzzTarget, arguments: [String]) -> Int32 {
         Self.target = target
+        setenv(targetVariable, target.rawValue, 1)
         let all = [arguments[0]] + target.libFuzzerDefaults + arguments.dropFirst()
         argv = all.map { strdup($0) } + [nil]
         var argc = Int32(all.count)

@@ -4,6 +4,7 @@
 //     LockstepFuzz seeds DIR                   writes the seed corpus, DIR/TARGET/NAME, and DIR/TARGET.dict if any
 //     LockstepFuzz run TARGET PATH...          runs files (or every file in directories) through TARGET
 //     LockstepFuzz fuzz TARGET [libFuzzer arguments and corpus directories]
+//     LOCKSTEP_FUZZ_TARGET=TARGET LockstepFuzz [libFuzzer arguments]   (how libFuzzer reruns itself)
 //
 // `fuzz` exists only in the fuzz build (`tools/fuzz` builds with -DLOCKSTEP_FUZZ, sanitizer coverage
 // and AddressSanitizer, and links libFuzzer without its `main`; this `main` hands over to
@@ -29,7 +30,18 @@ func usage() -> Never {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 2 else { usage() }
+let commands: Set = ["list", "seeds", "run", "fuzz"]
+
+#if LOCKSTEP_FUZZ
+// libFuzzer runs this executable again for -minimize_crash, -fork and -jobs, with its own
+// arguments only: `fuzz` leaves the target in the environment for those runs.
+if let name = ProcessInfo.processInfo.environment[LibFuzzer.targetVariable], let target = FuzzTarget(rawValue: name),
+    !commands.contains(arguments.dropFirst().first ?? "") {
+    exit(LibFuzzer.run(target, arguments: arguments))
+}
+#endif
+
+guard arguments.count >= 2, commands.contains(arguments[1]) else { usage() }
 
 switch arguments[1] {
 case "list":

@@ -257,6 +257,7 @@ struct MpvBench: AsyncParsableCommand {
 
     static func mpvVersion() -> String {
         let r = try? Shell.run("mpv", ["--no-config", "--version"])
-        return r?.stdout.split(separator: "\n").first.map(String.init) ?? "unknown"
+        let words = r?.stdout.split(separator: "\n").first?.split(separator: " ").prefix(2) ?? []
+        return words.count == 2 ? words.joined(separator: " ") : "unknown"
     }
 }

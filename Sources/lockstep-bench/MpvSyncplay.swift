@@ -31,6 +31,17 @@ struct SyncplaySystem: MpvSyncSystem {
     }
 
     func start(lab: Lab, hosts: [Int], media: String, progress: @Sendable (String) -> Void) async throws -> [String] {
+        let sockets = hosts.map { lab.hostDirectory($0) + "/mpv.sock" }
+        do {
+            try await launch(lab: lab, hosts: hosts, sockets: sockets, media: media, progress: progress)
+        } catch {
+            await quitPlayers(sockets)  // those that came up; the lab kills the clients and the server
+            throw error
+        }
+        return sockets
+    }
+
+    private func launch(lab: Lab, hosts: [Int], sockets: [String], media: String, progress: @Sendable (String) -> Void) async throws {
         let server = hosts[0]
         try lab.spawn(server, "syncplay-server", ["syncplay-server", "--port", String(port), "--disable-chat", "--salt", "lockstep"])
         let address = try lab.address(server)
@@ -39,9 +50,8 @@ struct SyncplaySystem: MpvSyncSystem {
         }
         guard listening != nil else { throw MpvBenchFailure( "syncplay-server did not listen on \(address):\(port); see \(lab.hostDirectory(server))/syncplay-server.log") }
 
-        var sockets: [String] = []
         let mediaDirectory = (media as NSString).deletingLastPathComponent
-        for host in hosts {
+        for (host, socket) in zip(hosts, sockets) {
             let config = lab.hostDirectory(host) + "/syncplay"
             try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
             try """
@@ -59,14 +69,12 @@ struct SyncplaySystem: MpvSyncSystem {
                 language = en
 
                 """.write(toFile: config + "/syncplay.ini", atomically: true, encoding: .utf8)
-            let socket = lab.hostDirectory(host) + "/mpv.sock"
             unlink(socket)
             try lab.spawn(host, "syncplay", [
                 "syncplay", "--no-gui", "--no-store", "-a", "\(address):\(port)", "-n", "h\(host)", "-r", "lockstep",
                 "--player-path", "/usr/bin/mpv", media, "--",
                 "--input-ipc-server=\(socket)", "--vo=null", "--ao=null",
             ], environment: ["XDG_CONFIG_HOME": config, "HOME": config])
-            sockets.append(socket)
         }
         // Each mpv up with the media loaded, then time for the clients to join the room and
         // settle (Syncplay ignores a new file's first second and polls its player every 0.1 s).
@@ -81,7 +89,6 @@ struct SyncplaySystem: MpvSyncSystem {
         }
         progress("3 clients and their mpv up; letting them settle")
         try await Task.sleep(nanoseconds: 4_000_000_000)
-        return sockets
     }
 
     func stop(lab: Lab, sockets: [String]) async {

@@ -30,11 +30,11 @@ extension MpvSyncSystem {
         var pids: [pid_t] = []
         for socket in sockets {
             guard let c = try? await MPVConnection.connect(socketPath: socket) else { continue }
-            if let pid = try? await c.get("pid").int, pid > 1 {
+            if let pid = await withTimeout(2, { try await c.get("pid").int }) ?? nil, pid > 1 {
                 pids.append(pid_t(pid))
                 kill(pid_t(pid), SIGCONT)  // in case it was left stopped
             }
-            _ = try? await c.command("quit")
+            _ = await withTimeout(2) { try await c.command("quit") }
             await c.close()
         }
         for _ in 0..<100 where pids.contains(where: { kill($0, 0) == 0 && !isZombie($0) }) {
@@ -56,4 +56,18 @@ func isZombie(_ pid: pid_t) -> Bool {
 struct MpvBenchFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// `body`'s result, or nil if it throws or takes longer than `seconds` (it is then cancelled).
+func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { try? await body() }
+        group.addTask {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
 }

@@ -53,21 +53,6 @@ struct Report: Encodable {
     }
 }
 
-/// Percentiles of a sample (nearest rank).
-struct Stats {
-    let sorted: [Double]
-    init(_ values: [Double]) { sorted = values.sorted() }
-    var count: Int { sorted.count }
-    func percentile(_ p: Double) -> Double {
-        guard !sorted.isEmpty else { return .nan }
-        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
-        return sorted[Swift.min(Swift.max(rank, 0), sorted.count - 1)]
-    }
-    var median: Double { percentile(50) }
-    var max: Double { sorted.last ?? .nan }
-    var min: Double { sorted.first ?? .nan }
-}
-
 func fmt(_ v: Double, _ digits: Int = 3) -> String {
     v.isNaN ? "-" : String(format: "%.\(digits)f", v)
 }

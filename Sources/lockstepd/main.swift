@@ -69,6 +69,9 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Option(name: .customLong("impair"), help: "Test hook: impair outgoing datagrams, e.g. delay=5ms,jitter=1ms,loss=10%,dup=1%.")
     var impair: String?
 
+    @Flag(name: .customLong("test-hooks"), help: "Test hook: allow 'sim_clock' requests on the socket (make this agent's clock jump or drift while it runs).")
+    var testHooks = false
+
     @Option(name: .customLong("impair-to"), help: "Test hook: impairment for one destination address, ADDRESS=SPEC (repeatable).")
     var impairTo: [String] = []
 
@@ -147,6 +150,7 @@ struct LockstepDaemon: AsyncParsableCommand {
             fail("\(error)")
         }
 
+        config.testHooks = testHooks || !config.deviceClock.isIdentity || !config.impairments.isNone
         let service = AgentService(configuration: config, logger: logger)
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -76,7 +76,7 @@ struct MPVConnectionTests {
         #expect(try await c.get("idle-active") == true)  // still usable
     }
 
-    @Test("observed properties and playback events arrive as events, in order")
+    @Test("observed properties and playback events arrive as events, in order; a reader that gives up leaves them queued")
     func events() async throws {
         let mpv = try await launchMPV()
         defer { Task { await mpv.terminate() } }
@@ -85,6 +85,13 @@ struct MPVConnectionTests {
         let initial = await c.nextEvent(timeout: 2) { $0.propertyName == "pause" }
         #expect(initial?.data == true)
         #expect(initial?.observerID == id)
+
+        // A wait that times out, or a cancelled reader, leaves the queue usable.
+        #expect(await c.nextEvent(timeout: 0.05) { _ in false } == nil)
+        let reader = Task { for await _ in c.events {} }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        reader.cancel()
+        await reader.value
 
         try await c.command("loadfile", .string(try tone()))
         #expect(await c.nextEvent(timeout: 5) { $0.name == "file-loaded" } != nil)

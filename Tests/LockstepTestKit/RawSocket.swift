@@ -36,17 +36,22 @@ public final class RawSocket {
     }
 
     /// Reads lines until `count` arrived or `timeout` seconds passed. Never blocks a thread:
-    /// the agent under test runs on the same cooperative pool.
-    public func readLines(_ count: Int, timeout: Double = 5) async -> [String] {
+    /// the agent under test runs on the same cooperative pool. The timeout is only an upper
+    /// bound (a passing test never waits for it), and whatever arrived is read once more after
+    /// it: a task starved by other tests' CPU-bound work still sees what the agent sent.
+    public func readLines(_ count: Int, timeout: Double = 20) async -> [String] {
         var lines: [String] = []
         var buffer: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
-        while lines.count < count && Date() < deadline {
+        var lastLook = false
+        while lines.count < count && !lastLook {
+            lastLook = Date() >= deadline
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 0) > 0 else {
-                try? await Task.sleep(nanoseconds: 5_000_000)
+                if !lastLook { try? await Task.sleep(nanoseconds: 5_000_000) }
                 continue
             }
+            lastLook = false
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = recv(fd, &chunk, chunk.count, 0)
             if n <= 0 { break }
@@ -60,15 +65,18 @@ public final class RawSocket {
     }
 
     /// True once the agent closed the connection (reads drain anything pending first).
-    public func isClosedByPeer(timeout: Double = 5) async -> Bool {
+    public func isClosedByPeer(timeout: Double = 20) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while Date() < deadline {
+        var lastLook = false
+        while !lastLook {
+            lastLook = Date() >= deadline
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 0) > 0 else {
-                try? await Task.sleep(nanoseconds: 5_000_000)
+                if !lastLook { try? await Task.sleep(nanoseconds: 5_000_000) }
                 continue
             }
+            lastLook = false
             let n = recv(fd, &chunk, chunk.count, 0)
             if n == 0 { return true }
             if n < 0 { return errno == ECONNRESET }

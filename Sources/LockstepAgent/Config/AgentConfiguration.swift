@@ -34,6 +34,9 @@ public struct AgentConfiguration: Sendable {
     /// Test hooks: a simulated device clock on the wire, and impaired outgoing datagrams.
     public var deviceClock: DeviceClock = .identity
     public var impairments: ImpairmentPlan = .none
+    /// Allows the test hooks at run time (`sim_clock`). Off unless asked for, or unless a
+    /// simulated clock or an impairment is already in use.
+    public var testHooks = false
 
     public init(socketPath: String, stateDirectory: String) {
         self.socketPath = socketPath

@@ -71,14 +71,19 @@ public final class PlayerServer: Sendable {
         try await withThrowingDiscardingTaskGroup { tasks in
             try await server.executeThenClose { inbound in
                 for try await connection in inbound {
-                    tasks.addTask { await self.serve(connection) }
+                    // Counted here, in accept order, so the connection refused is the newest one.
+                    let id = nextID.wrappingAdd(1, ordering: .relaxed).newValue
+                    let count = clients.wrappingAdd(1, ordering: .relaxed).newValue
+                    tasks.addTask {
+                        defer { self.clients.wrappingSubtract(1, ordering: .relaxed) }
+                        await self.serve(connection, id: id, count: count)
+                    }
                 }
             }
         }
     }
 
-    private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>) async {
-        let id = nextID.wrappingAdd(1, ordering: .relaxed).newValue
+    private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>, id: UInt64, count: Int) async {
         let credentials = await Self.credentials(of: channel.channel)
         var log = logger
         log[metadataKey: "client.id"] = "\(id)"
@@ -86,8 +91,6 @@ public final class PlayerServer: Sendable {
             log[metadataKey: "client.pid"] = "\(c.pid)"
             log[metadataKey: "client.uid"] = "\(c.uid)"
         }
-        let count = clients.wrappingAdd(1, ordering: .relaxed).newValue
-        defer { clients.wrappingSubtract(1, ordering: .relaxed) }
 
         let (lines, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(configuration.maxQueuedLines))
         let client = ClientConnection(id: id, credentials: credentials, queue: queue, channel: channel.channel, logger: log)

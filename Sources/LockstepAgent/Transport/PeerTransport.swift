@@ -26,7 +26,7 @@ public final class PeerTransport: Sendable {
     public let socket: PeerSocket
     public let sealer: EnvelopeSealer
     public let opener: EnvelopeOpener
-    public let deviceClock: DeviceClock
+    public let clock: DeviceClockSource
     let impairments: ImpairmentPlan
     let logger: Logger
     private let delayLine: DelayLine?
@@ -37,18 +37,18 @@ public final class PeerTransport: Sendable {
     /// Inbound datagrams waiting for the agent at most; more are dropped and counted.
     public static let inboundCapacity = 4096
 
-    public init(socket: PeerSocket, sealer: EnvelopeSealer, opener: EnvelopeOpener, deviceClock: DeviceClock, impairments: ImpairmentPlan, logger: Logger) {
+    public init(socket: PeerSocket, sealer: EnvelopeSealer, opener: EnvelopeOpener, clock: DeviceClockSource, impairments: ImpairmentPlan, logger: Logger) {
         self.socket = socket
         self.sealer = sealer
         self.opener = opener
-        self.deviceClock = deviceClock
+        self.clock = clock
         self.impairments = impairments
         self.logger = logger
         self.delayLine = impairments.isNone ? nil : DelayLine(send: { [socket] bytes, to in socket.send(bytes, to: to) })
     }
 
     /// The device clock now.
-    public func now() -> Int64 { deviceClock.device(fromHost: MonotonicClock.read()) }
+    public func now() -> Int64 { clock.current.device(fromHost: MonotonicClock.read()) }
 
     /// Starts receiving; authenticated datagrams arrive on the returned stream.
     public func start() -> AsyncStream<Inbound> {
@@ -69,7 +69,7 @@ public final class PeerTransport: Sendable {
                 return
             }
             count("received")
-            let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: deviceClock.device(fromHost: datagram.receivedAt))
+            let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
             if case .dropped = sink.yield(inbound) {
                 drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
             }

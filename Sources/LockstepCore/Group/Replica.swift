@@ -140,6 +140,14 @@ public struct Replica: Sendable {
         return max(next, now)
     }
 
+    /// The local clock stepped: every retransmission and the anti-entropy round are due now.
+    public mutating func rebase(now: Int64) {
+        for stamp in Array(pending.keys) {
+            for peer in Array(pending[stamp]!.awaiting.keys) { pending[stamp]!.awaiting[peer]!.next = now }
+        }
+        nextAntiEntropy = now
+    }
+
     /// Records awaiting acknowledgement (for status).
     public var pendingCount: Int { pending.count }
 

@@ -218,6 +218,24 @@ public struct Membership: Sendable {
         return events
     }
 
+    /// The local clock stepped: times kept are rewritten as "now", so that nothing looks silent
+    /// or overdue because of the step.
+    public mutating func rebase(now: Int64) {
+        for id in Array(peers.keys) {
+            guard var p = peers[id] else { continue }
+            p.since = now
+            if p.lastHeard != nil { p.lastHeard = now }
+            p.withdrawnDeadline = p.withdrawnDeadline.map { _ in now + configuration.withdrawalGraceNs }
+            p.withdrawnAt = p.withdrawnAt.map { _ in now }
+            for i in p.paths.indices {
+                if p.paths[i].lastHeard != nil { p.paths[i].lastHeard = now }
+                p.paths[i].lastProbed = nil
+            }
+            peers[id] = p
+        }
+        for e in Array(unidentified.keys) { unidentified[e] = .some(nil) }
+    }
+
     // MARK: - Outputs
 
     /// Endpoints to probe now (peers not reachable, alternate paths of reachable peers, static

@@ -211,6 +211,21 @@ public struct Node: Sendable {
         return max(next, now)
     }
 
+    /// The local clock stepped (a test hook simulates this; a monotonic clock never does). Every
+    /// time kept on the old scale is now meaningless: clock estimates start afresh with a burst,
+    /// peers count as just heard, and retransmissions and reports are due at once. Records this
+    /// node issued before the step keep their anchors (they are on the old scale) until superseded.
+    public mutating func onLocalClockStep(now: Int64) -> [NodeDirective] {
+        membership.rebase(now: now)
+        for peer in Array(clocks.keys) {
+            clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
+            mesh.removePeer(peer)
+        }
+        replica.rebase(now: now)
+        nextClockReport = now
+        return onTick(now: now)
+    }
+
     /// What to send before shutting down: a goodbye to every reachable peer.
     public func shutdown() -> [NodeDirective] {
         membership.reachable.compactMap { peer in membership.endpoint(of: peer).map { .send(.goodbye, to: $0) } }

@@ -147,12 +147,12 @@ extension PeerMessage {
         case 0x02:
             message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2"), t3: try r.i64("t3"))
         case 0x03:
-            let flags = try r.u8("flags")
+            let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
         case 0x04:
             message = .goodbye
         case 0x10:
-            let flags = try r.u8("flags")
+            let flags = try readFlags(&r, allowed: 3)
             let record = try readItemRecord(&r)
             var relay: RelayAnchor?
             if flags & 2 != 0 {
@@ -160,7 +160,7 @@ extension PeerMessage {
             }
             message = .itemRecord(record, relay: relay, wantsAck: flags & 1 != 0)
         case 0x11:
-            let flags = try r.u8("flags")
+            let flags = try readFlags(&r, allowed: 3)
             var item: ItemID?
             if flags & 2 != 0 { item = try readItem(&r) }
             let metadata = try readMetadata(&r)
@@ -170,7 +170,7 @@ extension PeerMessage {
         case 0x12:
             message = .ack(stamp: try readStamp(&r))
         case 0x13:
-            let flags = try r.u8("flags")
+            let flags = try readFlags(&r, allowed: 3)
             let current = flags & 2 != 0 ? try readStamp(&r) : nil
             let n = Int(try r.u8("items.count"))
             guard n <= maxDigestItems else { throw .tooLong(field: "items", limit: maxDigestItems) }
@@ -224,6 +224,15 @@ extension PeerMessage {
         }
         try r.expectEnd()
         return message
+    }
+
+    /// A message's flags byte. Undefined bits must be zero, as in the metadata and player flags:
+    /// otherwise several byte strings would decode to the same message and the encoding would
+    /// not be canonical (found by fuzzing: `Protocol/vectors/fuzz/peer`).
+    static func readFlags(_ r: inout ByteReader, allowed: UInt8) throws(DecodeError) -> UInt8 {
+        let flags = try r.u8("flags")
+        guard flags & ~allowed == 0 else { throw .invalid(field: "flags") }
+        return flags
     }
 
     static func nonNegative(_ v: Int64, _ field: String) throws(DecodeError) -> Int64 {

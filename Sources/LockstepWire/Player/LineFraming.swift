@@ -7,7 +7,8 @@ import NIOCore
 ///
 /// A line longer than `maxLineBytes` is never buffered whole: the decoder reports it once as
 /// ``LineFrame/oversized(bytes:)`` as soon as the limit is passed, then discards bytes until the
-/// next newline, so a client that sends an endless line costs at most `maxLineBytes` of memory. `\r\n` endings are accepted.
+/// next newline, so a client that sends an endless line costs at most `maxLineBytes` of memory
+/// (plus a `\r`). `\r\n` endings are accepted; the `\r` does not count against the limit.
 public struct LineFrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = LineFrame
 
@@ -45,7 +46,7 @@ public struct LineFrameDecoder: ByteToMessageDecoder {
                 if discarding {
                     buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
                     buffer.discardReadBytes()
-                } else if buffer.readableBytes > maxLineBytes {
+                } else if buffer.readableBytes - (view.last == UInt8(ascii: "\r") ? 1 : 0) > maxLineBytes {
                     // Report at once, then drop the rest of the line as it arrives.
                     discarding = true
                     let seen = buffer.readableBytes
@@ -61,7 +62,7 @@ public struct LineFrameDecoder: ByteToMessageDecoder {
                 discarding = false
                 continue
             }
-            if length > maxLineBytes {
+            if length - (length > 0 && view[nl - 1] == UInt8(ascii: "\r") ? 1 : 0) > maxLineBytes {
                 buffer.moveReaderIndex(forwardBy: length + 1)
                 return .oversized(bytes: length)
             }

@@ -207,3 +207,20 @@ public struct GroupRequest: Codable, Sendable, Equatable {
         self.code = code
     }
 }
+
+/// `sim_clock` (test hook, needs `lockstepd --test-hooks`): make this agent's simulated device
+/// clock jump by `jump_ms` now and/or run at `skew_ppm` from now.
+public struct SimClockRequest: Codable, Sendable, Equatable {
+    public var jumpMs: Double?
+    public var skewPPM: Double?
+
+    public init(jumpMs: Double? = nil, skewPPM: Double? = nil) {
+        self.jumpMs = jumpMs
+        self.skewPPM = skewPPM
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case jumpMs = "jump_ms"
+        case skewPPM = "skew_ppm"
+    }
+}

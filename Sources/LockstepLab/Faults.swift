@@ -1,0 +1,249 @@
+import Foundation
+import LockstepClient
+import LockstepCore
+import LockstepWire
+
+/// What a fault scenario measured, and whether the group came through it as it must.
+public struct FaultOutcome: Sendable, Codable {
+    public struct Check: Sendable, Codable {
+        public var name: String
+        public var passed: Bool
+        public var measured: String
+    }
+
+    public var fault: String
+    public var figures: [String: Double] = [:]
+    public var checks: [Check] = []
+
+    public init(fault: String) {
+        self.fault = fault
+    }
+
+    public var passed: Bool { checks.allSatisfy(\.passed) }
+
+    mutating func check(_ name: String, _ passed: Bool, _ measured: String) {
+        checks.append(Check(name: name, passed: passed, measured: measured))
+    }
+}
+
+/// The fault scenarios of `tools/bench faults` and the lab tests: each builds its own lab, does
+/// the damage, and measures how the group came through.
+public enum Faults {
+    static func ms(_ ns: Int64) -> String { String(format: "%.1f ms", Double(ns) / 1e6) }
+    static func us(_ v: Double) -> String { String(format: "%.0f µs", v) }
+
+    /// kill -9 of an agent during playback: the others play on; restarted, it rejoins at the group position.
+    public static func killAgent(hosts: Int = 4) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "kill -9 of an agent during playback")
+        let g = try await PlayingGroup(hosts: hosts, name: "fkill")
+        defer { g.destroy() }
+        let victim = hosts
+        let others = Array(1..<hosts)
+        let killedAt = MonotonicClock.read()
+        try g.lab.kill(victim, "agent", signal: "KILL")
+        try? g.lab.kill(victim, "player", signal: "KILL")
+        try await Task.sleep(nanoseconds: 5_000_000_000)
+        let during = try g.spreads(others, from: killedAt, to: MonotonicClock.read() - 200_000_000)
+        let stillPlaying = try g.traces(others).allSatisfy { $0.isPlaying(at: MonotonicClock.read() - 100_000_000) }
+        o.figures["others_spread_p99_us"] = during.percentile(99)
+        o.check("the others play on, together", stillPlaying && during.percentile(99) < 1000, "spread p99 \(us(during.percentile(99))) over 5 s, playing: \(stillPlaying)")
+        let restartedAt = MonotonicClock.read()
+        try g.lab.startAgent(victim)
+        try g.startPlayer(victim)
+        let rejoined = try await waitUntil(timeout: 15, interval: 0.1) {
+            guard let t = try? g.traces() else { return false }
+            let now = MonotonicClock.read() - 50_000_000
+            guard t[victim - 1].isPlaying(at: now), let s = positionSpread(t, at: now) else { return false }
+            return s < 1_000_000
+        }
+        o.figures["rejoin_s"] = rejoined ?? -1
+        o.check("restarted, it rejoins at the group position within 5 s", rejoined.map { $0 < 5 } ?? false, rejoined.map { String(format: "%.2f s after restart (agent start + player load)", $0) } ?? "never")
+        _ = restartedAt
+        return o
+    }
+
+    /// The lab cut in two halves for 10 s with commands on both sides, then healed.
+    public static func partition(hosts: Int = 6, seconds: Double = 10) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "partition into two halves for \(Int(seconds)) s, commands on both sides, heal")
+        let g = try await PlayingGroup(hosts: hosts, name: "fpart")
+        defer { g.destroy() }
+        let a = Array(1...(hosts / 2)), b = Array((hosts / 2 + 1)...hosts)
+        try g.lab.partition([a, b])
+        try await Task.sleep(nanoseconds: UInt64(seconds / 3 * 1e9))
+        let _: GroupStateView = try await g.lab.request(a[0], "command", CommandRequest(action: "seek", positionNs: 120_000_000_000))
+        let _: GroupStateView = try await g.lab.request(b[0], "command", CommandRequest(action: "pause"))
+        let _: GroupStateView = try await g.lab.request(b.last!, "command", CommandRequest(action: "rate", rate: 1.25))
+        try await Task.sleep(nanoseconds: UInt64(seconds * 2 / 3 * 1e9))
+        let diverged = Set(try await g.fingerprints()).count > 1
+        o.check("the halves diverged while cut off", diverged, diverged ? "two states" : "one state")
+        try g.lab.heal()
+        let healed = MonotonicClock.read()
+        let converged = try await waitUntil(timeout: 10, interval: 0.05) { Set(try await g.fingerprints()).count == 1 }
+        o.figures["converged_after_heal_s"] = converged ?? -1
+        o.check("one deterministic state everywhere within 2 s of healing", converged.map { $0 <= 2 } ?? false, converged.map { String(format: "%.2f s", $0) } ?? "never")
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        let after = try g.spreads(from: healed + 2_500_000_000, to: MonotonicClock.read() - 200_000_000)
+        o.figures["spread_after_heal_p99_us"] = after.percentile(99)
+        o.check("players back in step", after.percentile(99) < 1000, "spread p99 \(us(after.percentile(99))) from 2.5 s after healing")
+        return o
+    }
+
+    /// 20% loss, 20% duplication and reordering on every link.
+    public static func lossyLinks(hosts: Int = 4, seconds: Double = 20) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "20% loss, 20% duplication and reordering (3 ± 2 ms delay) on every link")
+        let g = try await PlayingGroup(hosts: hosts, name: "floss", agentFlags: { _ in ["--impair", "delay=3ms,jitter=2ms,loss=20%,dup=20%"] })
+        defer { g.destroy() }
+        var latencies: [Double] = []
+        for i in 0..<8 {
+            let sent = MonotonicClock.read()
+            let _: GroupStateView = try await g.lab.request(i % hosts + 1, "command", i % 2 == 0 ? CommandRequest(action: "seek", positionNs: Int64(i + 1) * 10_000_000_000) : CommandRequest(action: "rate", rate: i % 4 == 1 ? 1.25 : 1))
+            if let t = try await waitUntil(timeout: 5, interval: 0.01, { Set(try await g.fingerprints()).count == 1 }) {
+                latencies.append(t)
+            }
+            _ = sent
+            try await Task.sleep(nanoseconds: 700_000_000)
+        }
+        o.figures["commands_converged"] = Double(latencies.count)
+        o.figures["convergence_max_ms"] = (latencies.max() ?? -1) * 1000
+        o.check("every command reaches every peer", latencies.count == 8, "\(latencies.count)/8, slowest \(String(format: "%.0f ms", (latencies.max() ?? 0) * 1000))")
+        let from = MonotonicClock.read()
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        let steady = try g.spreads(from: from, to: MonotonicClock.read() - 200_000_000)
+        o.figures["steady_spread_p99_us"] = steady.percentile(99)
+        o.check("players stay in step", steady.percentile(99) < 1000, "spread p50 \(us(steady.median)), p99 \(us(steady.percentile(99))) over \(Int(seconds)) s")
+        return o
+    }
+
+    /// One peer's clock jumps by a second mid-play; another drifts at 500 ppm throughout.
+    public static func clockJumpAndDrift(hosts: Int = 4) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "a peer's clock jumps by +1 s; another drifts at 500 ppm")
+        let g = try await PlayingGroup(hosts: hosts, name: "fclk", agentFlags: { h in
+            h == 3 ? ["--sim-clock-skew", "500"] : ["--test-hooks"]
+        })
+        defer { g.destroy() }
+        let before = MonotonicClock.read()
+        try await Task.sleep(nanoseconds: 5_000_000_000)
+        let drift = try g.spreads(from: before, to: MonotonicClock.read() - 200_000_000)
+        o.figures["spread_with_500ppm_p99_us"] = drift.percentile(99)
+        o.check("a peer drifting at 500 ppm stays in step", drift.percentile(99) < 1000, "spread p99 \(us(drift.percentile(99)))")
+        let jumpAt = MonotonicClock.read()
+        let _: EmptyResult = try await g.lab.request(2, "sim_clock", SimClockRequest(jumpMs: 1000))
+        let recovered = try await waitUntil(timeout: 15, interval: 0.1) {
+            let t = try g.traces()
+            let now = MonotonicClock.read() - 100_000_000
+            guard let s = positionSpread(t, at: now) else { return false }
+            return s < 1_000_000 && t.allSatisfy { $0.isPlaying(at: now) }
+        }
+        let others = Array(1...hosts).filter { $0 != 2 }
+        let othersSpread = try g.spreads(others, from: jumpAt, to: MonotonicClock.read() - 200_000_000)
+        o.figures["jump_recovered_s"] = recovered ?? -1
+        o.figures["others_spread_during_jump_p99_us"] = othersSpread.percentile(99)
+        o.check("the others are not disturbed by the jump", othersSpread.percentile(99) < 1000, "spread p99 \(us(othersSpread.percentile(99)))")
+        o.check("the jumping peer is back in step within 5 s", recovered.map { $0 < 5 } ?? false, recovered.map { String(format: "%.2f s", $0) } ?? "never")
+        return o
+    }
+
+    /// avahi-daemon restarted under running agents.
+    public static func avahiRestart(hosts: Int = 3) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "avahi-daemon restarted on every host under running agents")
+        let g = try await PlayingGroup(hosts: hosts, name: "favahi")
+        defer { g.destroy() }
+        let from = MonotonicClock.read()
+        for h in 1...hosts { try g.lab.avahi(h, "restart") }
+        var allTheTime = true
+        for _ in 0..<20 {
+            if !(try await g.allReachable()) { allTheTime = false }
+            try await Task.sleep(nanoseconds: 250_000_000)
+        }
+        o.check("peers stay reachable throughout", allTheTime, allTheTime ? "no peer lost" : "a peer was lost")
+        let spread = try g.spreads(from: from, to: MonotonicClock.read() - 200_000_000)
+        o.check("players stay in step", spread.percentile(99) < 1000, "spread p99 \(us(spread.percentile(99)))")
+        // Discovery itself still works: a restarted agent is found again over the new daemons.
+        try g.lab.kill(hosts, "agent", signal: "KILL")
+        try await Task.sleep(nanoseconds: 4_000_000_000)
+        try g.lab.startAgent(hosts)
+        let found = try await waitUntil(timeout: 10, interval: 0.05) { try await g.allReachable() }
+        o.figures["rediscovered_s"] = found ?? -1
+        o.check("discovery works after the restart", found.map { $0 < 3 } ?? false, found.map { String(format: "agent found again %.2f s after its restart", $0) } ?? "never")
+        return o
+    }
+
+    /// A stranger floods an agent with 50,000 datagrams/s; a client sends an endless line.
+    public static func flood(rate: Int = 50_000, seconds: Double = 10) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "a stranger sends \(rate) datagrams/s for \(Int(seconds)) s; a player sends a 10 MB line")
+        let g = try await PlayingGroup(hosts: 3, name: "fflood")
+        defer { g.destroy() }
+        let victim = 1
+        let status: AgentStatus = try await g.lab.request(victim, "status")
+        let address = try g.lab.address(victim)
+        let pid = try g.agentPID(victim)
+        let before = processUsage(pid)
+        let from = MonotonicClock.read()
+        // The stranger stands on host 2's network (another group there makes no difference).
+        try g.lab.spawn(2, "flood", [Lab.binDirectory + "/lockstep-bench", "flood", "--host", address, "--port", String(status.udpPort), "--rate", String(rate), "--seconds", String(seconds)])
+        // Meanwhile a client writes an endless line to the victim's socket.
+        let socket = g.lab.socket(victim)
+        let endless = Task.detached { () -> Bool in
+            guard let s = try? RawClient(path: socket) else { return false }
+            for _ in 0..<200 { s.write(String(repeating: "z", count: 50_000)) }
+            return true
+        }
+        var peakRSS = before?.rssKiB ?? 0
+        let deadline = MonotonicClock.read() + Int64(seconds * 1e9)
+        while MonotonicClock.read() < deadline {
+            if let u = processUsage(pid) { peakRSS = max(peakRSS, u.rssKiB) }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+        _ = await endless.value
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let after = processUsage(pid)
+        let spread = try g.spreads(from: from + 500_000_000, to: MonotonicClock.read() - 200_000_000)
+        let counters: AgentStatus = try await g.lab.request(victim, "status")
+        let dropped = counters.counters.filter { $0.key.hasPrefix("dropped_") }.values.reduce(0, +)
+        let log = (try? String(contentsOfFile: g.lab.hostDirectory(victim) + "/agent.log", encoding: .utf8)) ?? ""
+        let warnings = log.split(separator: "\n").filter { $0.contains("warning") && $0.contains("dropped") && $0.contains("datagram") }.count
+        let cpu = (after?.cpuSeconds ?? 0) - (before?.cpuSeconds ?? 0)
+        o.figures["datagrams_dropped"] = Double(dropped)
+        o.figures["rss_before_kib"] = Double(before?.rssKiB ?? 0)
+        o.figures["rss_peak_kib"] = Double(peakRSS)
+        o.figures["agent_cpu_percent"] = cpu / seconds * 100
+        o.figures["warning_lines"] = Double(warnings)
+        o.figures["spread_p99_us"] = spread.percentile(99)
+        o.check("junk is dropped and counted, never parsed further", Double(dropped) > Double(rate) * seconds * 0.5, "\(dropped) dropped (\(counters.counters.filter { $0.key.hasPrefix("dropped_") }.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ", ")))")
+        o.check("memory stays bounded", peakRSS - (before?.rssKiB ?? 0) < 64 * 1024, "RSS \(before?.rssKiB ?? 0) KiB before, peak \(peakRSS) KiB")
+        o.check("warnings are rate-limited", warnings <= Int(seconds / 10 + 1) * 4, "\(warnings) warning lines in \(Int(seconds)) s")
+        o.check("the group stays in step", spread.percentile(99) < 1000, "spread p99 \(us(spread.percentile(99))); agent CPU \(String(format: "%.0f%%", cpu / seconds * 100))")
+        return o
+    }
+
+    /// Every scenario, in order.
+    public static let all: [(name: String, run: @Sendable () async throws -> FaultOutcome)] = [
+        ("kill", { try await killAgent() }),
+        ("partition", { try await partition() }),
+        ("loss", { try await lossyLinks() }),
+        ("clock", { try await clockJumpAndDrift() }),
+        ("avahi", { try await avahiRestart() }),
+        ("flood", { try await flood() }),
+    ]
+}
+
+/// A bare socket client that writes without reading (for the endless-line fault).
+final class RawClient: @unchecked Sendable {
+    let fd: Int32
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        guard r == 0 else {
+            close(fd)
+            throw Lab.Failure(description: "cannot connect to \(path)")
+        }
+    }
+    deinit { close(fd) }
+    func write(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+}
