@@ -92,7 +92,9 @@ public final class PlayingGroup: @unchecked Sendable {
 
     /// The agent's process id on `h`.
     public func agentPID(_ h: Int) throws -> Int32 {
-        guard let pid = Int32((try String(contentsOfFile: lab.hostDirectory(h) + "/agent.pid", encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        // tools/lab records "PID STARTTIME" (the start time guards against PID reuse).
+        let record = try String(contentsOfFile: lab.hostDirectory(h) + "/agent.pid", encoding: .utf8)
+        guard let pid = record.split(whereSeparator: \.isWhitespace).first.flatMap({ Int32($0) }) else {
             throw Lab.Failure(description: "no agent pid for h\(h)")
         }
         return pid

@@ -17,7 +17,15 @@ struct FaultsBench: AsyncParsableCommand {
         var outcomes: [FaultOutcome] = []
         for scenario in Faults.all where wanted?.contains(scenario.name) ?? true {
             options.progress(scenario.name)
-            let o = try await scenario.run()
+            // A scenario that cannot even run is a failed outcome, not the end of the report.
+            let o: FaultOutcome
+            do {
+                o = try await scenario.run()
+            } catch {
+                var failed = FaultOutcome(fault: scenario.name)
+                failed.check("the scenario runs", false, "\(error)")
+                o = failed
+            }
             outcomes.append(o)
             for c in o.checks {
                 rows.append(["_order": "fault,check,result,measured", "fault": o.fault, "check": c.name, "result": c.passed ? "ok" : "FAILED", "measured": c.measured])

@@ -54,6 +54,11 @@ public struct Node: Sendable {
     public private(set) var clocks: [PeerID: PeerClock] = [:]
     public private(set) var mesh: MeshClock
     private var nextClockReport: Int64 = .min
+    /// Reachable peers whose hello (their name) has not arrived yet, and when to ask again: a
+    /// hello lost on a lossy link is asked for until one gets through.
+    private var helloDue: [PeerID: Int64] = [:]
+    /// How often a missing hello is asked for again.
+    static let helloRetryNs: Int64 = 1 * Nanos.second
     /// The group state and its dissemination.
     public internal(set) var replica: Replica
     /// Every peer's players, as they last said (this node's own included).
@@ -106,6 +111,7 @@ public struct Node: Sendable {
         case .clockReply(let exchange, let t1, let t2, let t3):
             onClockReply(sender, exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), source: source)
         case .hello(let name, let wantsReply):
+            helloDue[sender] = nil
             out += apply(membership.onName(sender, name: name), now: now)
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
         case .goodbye:
@@ -157,6 +163,14 @@ public struct Node: Sendable {
         for endpoint in membership.probes(now: now) {
             out.append(.send(.clockRequest(exchange: 0, t1: 0), to: endpoint))
         }
+        for (peer, due) in helloDue where due <= now {
+            guard membership.isReachable(peer), let endpoint = membership.endpoint(of: peer) else {
+                helloDue[peer] = nil
+                continue
+            }
+            out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
+            helloDue[peer] = now + Self.helloRetryNs
+        }
         for peer in membership.reachable {
             guard var c = clocks[peer], let endpoint = membership.endpoint(of: peer) else { continue }
             c.lost += UInt64(c.scheduler.expire(atLocal: now).count)
@@ -205,6 +219,7 @@ public struct Node: Sendable {
         var next = min(membership.nextDeadline(after: now), nextClockReport == .min ? now : nextClockReport)
         next = min(next, replica.nextDeadline(now: now))
         next = min(next, playersDeadline(now: now))
+        next = min(next, helloDue.values.min() ?? .max)
         for (peer, c) in clocks where membership.isReachable(peer) {
             next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
         }
@@ -222,6 +237,7 @@ public struct Node: Sendable {
             mesh.removePeer(peer)
         }
         replica.rebase(now: now)
+        for peer in Array(helloDue.keys) { helloDue[peer] = now }
         nextClockReport = now
         return onTick(now: now)
     }
@@ -258,8 +274,10 @@ public struct Node: Sendable {
                 if let endpoint = membership.endpoint(of: peer) {
                     out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
                 }
+                helloDue[peer] = now + Self.helloRetryNs
                 out += greet(peer)
             case .stateChanged(let peer, _, .lost):
+                helloDue[peer] = nil
                 replica.forget(peer)
                 participants[peer] = nil
             case .restarted(let peer, _):
@@ -270,7 +288,9 @@ public struct Node: Sendable {
                 if let endpoint = membership.endpoint(of: peer) {
                     out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
                 }
+                helloDue[peer] = now + Self.helloRetryNs
             case .forgotten(let peer):
+                helloDue[peer] = nil
                 clocks[peer] = nil
                 mesh.removePeer(peer)
                 participants[peer] = nil

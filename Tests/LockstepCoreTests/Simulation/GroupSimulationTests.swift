@@ -134,6 +134,20 @@ struct GroupSimulationTests {
         #expect(Set(sim.hosts.map(\.node.replica.state)).count == 1)
     }
 
+    @Test("with 40% loss every peer still learns every other peer's name: a lost hello is asked for again")
+    func lostHellosAreRetried() {
+        var network = Simulation.Network()
+        network.loss = 0.4
+        var sim = Simulation(hosts: 6, seed: 3, network: network)
+        sim.run(for: 8 * s)
+        for i in sim.hosts.indices {
+            for j in sim.hosts.indices where j != i {
+                let peer = sim.hosts[i].node.membership.peers[sim.peer(j)]
+                #expect(peer?.name == "n\(j)", "n\(i) knows n\(j) as \(peer?.name ?? "nothing")")
+            }
+        }
+    }
+
     @Test("random concurrent commands from up to 8 peers, delivered late, lost or twice, always converge after anti-entropy")
     func randomCommandsConverge() async {
         await propertyCheck(count: 25, input: Gen.int(in: 2...8), Gen.int(in: 1...25), Gen.int(in: 0...Int.max)) { hosts, commands, seed in
