@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "LockstepCLI",
             dependencies: [
-                "LockstepClient",
+                "LockstepClient", "LockstepMPV",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "LockstepMPV",
             dependencies: [
-                "LockstepWire", "LockstepCore",
+                "LockstepWire", "LockstepCore", "LockstepClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -87,7 +87,7 @@ let package = Package(
             ]
         ),
         // The network lab (tools/lab) driven from Swift, for lab tests and benchmarks.
-        .target(name: "LockstepLab", dependencies: ["LockstepClient", "LockstepWire"]),
+        .target(name: "LockstepLab", dependencies: ["LockstepClient", "LockstepWire", "LockstepMPV"]),
         .executableTarget(
             name: "lockstepd",
             dependencies: [
@@ -124,6 +124,8 @@ let package = Package(
             path: "Tests/LockstepTestKit"
         ),
         .testTarget(name: "LockstepWireTests", dependencies: ["LockstepWire"]),
+        // mpv's IPC against a real mpv, and the bridge's policy.
+        .testTarget(name: "LockstepMPVTests", dependencies: ["LockstepMPV", "LockstepWire", "LockstepCore", "LockstepLab"]),
         .testTarget(
             name: "LockstepAgentTests",
             dependencies: ["LockstepAgent", "LockstepClient", "LockstepTestKit"]

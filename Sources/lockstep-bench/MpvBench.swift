@@ -5,12 +5,12 @@ import LockstepLab
 import LockstepMPV
 
 /// `tools/bench mpv`: real mpv players on three lab hosts kept in step by a sync system
-/// (Syncplay now, Lockstep later), measured by a position probe that is first proved on
+/// (Lockstep's `lockstep mpv`, and Syncplay in the same run), measured by a position probe that is first proved on
 /// players put a known distance apart.
 struct MpvBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mpv",
-        abstract: "mpv on 3 hosts kept in step by Syncplay (and later Lockstep): position spread, reaction latency, stall recovery.",
+        abstract: "mpv on 3 hosts kept in step by Lockstep and by Syncplay: position spread, reaction latency, stall recovery, side by side.",
         discussion: """
             First proves the position probe: two local mpv are put known distances apart (exact \
             seeks, resumes at known host instants) and the probe must find those distances. Then, \
@@ -21,8 +21,8 @@ struct MpvBench: AsyncParsableCommand {
 
     @OptionGroup var options: BenchOptions
 
-    @Option(help: "Sync systems to measure, comma-separated (available: syncplay).")
-    var systems = "syncplay"
+    @Option(help: "Sync systems to measure, comma-separated (available: lockstep, syncplay).")
+    var systems = "lockstep,syncplay"
 
     @Option(help: "Media: video (25 fps test picture with a tone) or tone (Opus tone).")
     var media = "video"
@@ -71,8 +71,9 @@ struct MpvBench: AsyncParsableCommand {
         for name in systems.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             let system: any MpvSyncSystem
             switch name {
+            case "lockstep": system = LockstepMpvSystem()
             case "syncplay": system = SyncplaySystem()
-            default: throw ValidationError("unknown system \(name) (available: syncplay)")
+            default: throw ValidationError("unknown system \(name) (available: lockstep, syncplay)")
             }
             for (k, v) in system.configuration { report.parameters[k] = v }
             var pooled = MpvResult()

@@ -8,8 +8,8 @@ import LockstepMPV
 /// loaded and paused near 0, its JSON IPC socket reachable from the bench (a file under the
 /// lab's directory), and the system ready for a user to press play on any of them. The bench
 /// then acts as the users, through each mpv's IPC (as key presses in mpv would), and watches
-/// every player with a ``PositionProbe``. Implemented by ``SyncplaySystem``; Lockstep's own
-/// (`lockstepd` + `lockstep mpv` per host) is to be added beside it.
+/// every player with a ``PositionProbe``. Implemented by ``LockstepMpvSystem`` (`lockstepd` +
+/// `lockstep mpv` per host) and ``SyncplaySystem``.
 protocol MpvSyncSystem: Sendable {
     /// Short name, used as the report's column: "syncplay", "lockstep".
     var name: String { get }

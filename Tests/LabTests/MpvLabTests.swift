@@ -5,7 +5,7 @@ import LockstepMPV
 import Testing
 
 /// mpv in lab hosts, driven and probed from the main namespace through sockets under the
-/// lab's directory: what `tools/bench mpv` and the future `lockstep mpv` lab tests build on.
+/// lab's directory; and `lockstep mpv` bridging them to their agents, in step.
 @Suite("Lab: mpv", .enabled(if: Lab.isEnabled, "needs root and LOCKSTEP_LAB=1"), .serialized)
 struct MpvLabTests {
     @Test("headless mpv in three hosts: commands reach each, and the probe sees a 250 ms head start to within a millisecond")
@@ -42,5 +42,61 @@ struct MpvLabTests {
         #expect(abs((p[0] - p[1]) - Double(s2 - s1) / 1e9) < 0.001)
         #expect(abs((p[0] - p[2]) - Double(s3 - s1) / 1e9) < 0.001, "h3 behind by \(p[0] - p[2]) s, started \(Double(s3 - s1) / 1e9) s later")
         for c in players { _ = try? await c.command("quit") }
+    }
+
+    @Test("lockstep mpv on three hosts: play, pause and seek from different hosts' mpv leave every mpv within 5 ms of the others; a stalled mpv is back in step within 3.3 s")
+    func bridgedPlayersInStep() async throws {
+        let media = try TestMedia.tone(seconds: 600)
+        let lab = try Lab(hosts: 3, name: "mpvb")
+        defer { lab.destroy() }
+        let sockets = try await BridgedMPV.start(lab: lab, hosts: [1, 2, 3], media: media)
+        var users: [MPVConnection] = [], watchers: [MPVConnection] = []
+        for socket in sockets {
+            users.append(try await MPVConnection.connect(socketPath: socket, timeout: 5))
+            watchers.append(try await MPVConnection.connect(socketPath: socket, timeout: 5))
+        }
+        let probe = PositionProbe(players: watchers, interval: 0.01)
+        probe.start()
+        func wait(_ seconds: Double) async throws { try await Task.sleep(nanoseconds: UInt64(seconds * 1e9)) }
+        var marks: [(String, Int64)] = []
+        func mark(_ name: String) { marks.append((name, MonotonicClock.read() - 300 * Nanos.millisecond)) }
+
+        try await wait(1)
+        try await users[0].set("pause", false)  // a user on h1 presses play
+        try await wait(2.5)
+        mark("playing")
+        try await users[1].set("pause", true)  // a user on h2 pauses
+        try await wait(2)
+        mark("paused")
+        try await users[2].command("seek", 120, "absolute")  // a user on h3 seeks (paused)
+        try await wait(1.5)
+        try await users[0].set("pause", false)
+        try await wait(2.5)
+        mark("after the seek")
+        let stalled = try #require(try await users[1].get("pid").int)
+        kill(pid_t(stalled), SIGSTOP)
+        try await wait(1)
+        kill(pid_t(stalled), SIGCONT)
+        try await wait(3.3)
+        mark("after the stall")
+        let tracks = await probe.stop()
+        for c in users + watchers { await c.close() }
+
+        for (name, t) in marks {
+            let p = tracks.compactMap { $0.position(at: t) }
+            try #require(p.count == 3, "\(name): every mpv has a position")
+            let spread = p.max()! - p.min()!
+            #expect(spread < 0.005, "\(name): positions \(p) spread \(spread * 1000) ms")
+            switch name {
+            case "paused":
+                let before = tracks.compactMap { $0.position(at: t - 500 * Nanos.millisecond) }
+                #expect(zip(p, before).allSatisfy { abs($0 - $1) < 0.001 }, "paused: positions do not move (\(before) then \(p))")
+            case "after the seek":
+                #expect(p.allSatisfy { $0 > 120 && $0 < 125 }, "after the seek: every mpv plays from 120 s (\(p))")
+            default:
+                break
+            }
+        }
+        for c in users { _ = try? await c.command("quit") }
     }
 }

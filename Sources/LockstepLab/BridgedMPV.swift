@@ -1,0 +1,51 @@
+import Foundation
+import LockstepMPV
+import LockstepWire
+
+/// Lab hosts each running `lockstepd` and `lockstep mpv` (a headless mpv bridged to the agent),
+/// as a user runs them: what `tools/bench mpv` measures as "lockstep" and the mpv lab tests use.
+public enum BridgedMPV {
+    /// Each host's mpv IPC socket (the bridge's `--ipc-socket`).
+    public static func mpvSocket(_ lab: Lab, _ host: Int) -> String { lab.hostDirectory(host) + "/mpv.sock" }
+
+    /// Starts an agent on every host (the lab's group key), waits until they see each other,
+    /// then `lockstep mpv --headless --mpv-no-config` with `media` on every host, and waits until
+    /// every agent sees all the players ready. Returns the mpv sockets, in `hosts` order.
+    /// `verbose` makes each bridge log every decision to its host's `lockstep-mpv.log`.
+    public static func start(lab: Lab, hosts: [Int], media: String, verbose: Bool = false) async throws -> [String] {
+        for h in hosts { try lab.startAgent(h) }
+        let found = await waitUntil(timeout: 20, interval: 0.1) {
+            for h in hosts {
+                guard let peers = try? await lab.request(h, "peers", as: PeersResult.self),
+                      peers.peers.filter({ $0.state == "reachable" }).count >= hosts.count - 1 else { return false }
+            }
+            return true
+        }
+        guard found != nil else { throw Lab.Failure(description: "the agents did not find each other within 20 s") }
+        let sockets = hosts.map { mpvSocket(lab, $0) }
+        for (h, socket) in zip(hosts, sockets) {
+            unlink(socket)
+            try lab.spawn(h, "lockstep-mpv", [
+                Lab.binDirectory + "/lockstep", "mpv", "--socket", lab.socket(h), "--name", "mpv-h\(h)",
+                "--headless", "--mpv-no-config", "--ipc-socket", socket, "--no-osd",
+            ] + (verbose ? ["--verbose"] : []) + [media])
+        }
+        for (h, socket) in zip(hosts, sockets) {
+            guard let c = try? await MPVConnection.connect(socketPath: socket, timeout: 30) else {
+                throw Lab.Failure(description: "h\(h): lockstep mpv did not start mpv at \(socket); see \(lab.hostDirectory(h))/lockstep-mpv.log")
+            }
+            await c.close()
+        }
+        let ready = await waitUntil(timeout: 20, interval: 0.1) {
+            for h in hosts {
+                guard let r = try? await lab.request(h, "players", as: PlayersResult.self),
+                      r.players.filter({ $0.participant.readiness == "ready" && $0.item != nil }).count == hosts.count else { return false }
+            }
+            return true
+        }
+        guard ready != nil else {
+            throw Lab.Failure(description: "the bridged players were not all ready within 20 s; see lockstep-mpv.log in the lab's host directories")
+        }
+        return sockets
+    }
+}

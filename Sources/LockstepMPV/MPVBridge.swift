@@ -1,0 +1,275 @@
+import Foundation
+import LockstepClient
+import LockstepCore
+import LockstepWire
+import Synchronization
+
+/// `lockstep mpv`'s shell: one mpv (its JSON IPC socket) and the local agent (its player
+/// socket), with ``MPVBridgePolicy`` deciding everything. It observes mpv's `pause`, `speed` and
+/// `paused-for-cache`, its `file-loaded`, `end-file`, `seek` and `playback-restart` events, reads
+/// `audio-pts` ten times a second with host timestamps, and carries out the policy's actions on
+/// time (an unpause at an anchor is written within a few microseconds of its host time: the
+/// last millisecond is waited out by spinning, not sleeping).
+public final class MPVBridge: Sendable {
+    public struct Options: Sendable {
+        /// The agent's player socket.
+        public var agentSocket: String
+        /// mpv's `--input-ipc-server` socket.
+        public var mpvSocket: String
+        /// The player's name, shown to the other peers.
+        public var name = "mpv"
+        /// Delay from mpv's clock to light and sound (HDMI, Bluetooth…), declared to the agent.
+        public var outputLatencyNs: Int64 = 0
+        /// Precision of the position reports (`audio-pts` read over the IPC): the agent does not
+        /// correct errors smaller than this.
+        public var syncToleranceNs: Int64 = 1 * Nanos.millisecond
+        /// Position readings whose IPC round trip is longer than this are dropped.
+        public var maxReadingRoundTripNs: Int64 = 1 * Nanos.millisecond
+        /// How often the position is read while playing.
+        public var reportIntervalNs: Int64 = 100 * Nanos.millisecond
+        public var policy = MPVBridgePolicy.Configuration()
+        /// Log every input and the actions it caused.
+        public var verbose = false
+
+        public init(agentSocket: String, mpvSocket: String) {
+            self.agentSocket = agentSocket
+            self.mpvSocket = mpvSocket
+        }
+    }
+
+    /// Why a session ended.
+    public enum End: Sendable, Equatable, CustomStringConvertible {
+        case mpvClosed
+        case agentClosed
+
+        public var description: String {
+            switch self {
+            case .mpvClosed: "mpv closed its IPC socket"
+            case .agentClosed: "the agent closed the connection"
+            }
+        }
+    }
+
+    public let options: Options
+    private let log: @Sendable (String) -> Void
+
+    /// `log` gets one line per notable thing (what the user or the group did, errors).
+    public init(options: Options, log: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.log = log
+    }
+
+    private enum Message: Sendable {
+        case input(MPVBridgePolicy.Input)
+        case ended(End)
+    }
+
+    /// What the timer and the poller need to know of the policy.
+    private struct Shared: Sendable {
+        var deadline: Int64?
+        var wantsPositions = false
+    }
+
+    private final class SharedState: Sendable {
+        let value = Mutex(Shared())
+        func withLock<R: Sendable>(_ body: (inout Shared) -> R) -> R { value.withLock { body(&$0) } }
+    }
+
+    /// Connects to mpv and to the agent and bridges them until one of them goes away. Throws
+    /// if either cannot be reached (``MPVError/cannotConnect(socketPath:reason:)``,
+    /// ``LockstepClient/Failure/agentNotRunning(socketPath:)``) or the agent refuses the player.
+    public func runSession() async throws -> End {
+        let mpv = try await MPVConnection.connect(socketPath: options.mpvSocket)
+        defer { Task { await mpv.close() } }
+        let o = options, log = self.log
+        return try await LockstepClient.withConnection(socketPath: o.agentSocket) { agent in
+            let hello = HelloRequest(
+                role: .player, name: o.name,
+                capabilities: PlayerCapabilities(rate: true, exactSeek: true, startAtHostTime: true),
+                outputLatencyNs: o.outputLatencyNs, startLatencyNs: o.policy.seekLeadNs, syncToleranceNs: o.syncToleranceNs)
+            let _: HelloResult = try await agent.request("hello", hello)
+            log("connected: mpv at \(o.mpvSocket), agent at \(o.agentSocket)")
+
+            let (messages, sink) = AsyncStream<Message>.makeStream()
+            let shared = SharedState()
+            for property in ["pause", "speed", "paused-for-cache"] { try await mpv.observe(property) }
+            await Self.keepTempoFilter(mpv, log: log)
+            if (try? await mpv.get("idle-active").bool) != true, let loaded = await Self.loadedFile(mpv) {
+                sink.yield(.input(loaded))
+            }
+
+            return await withTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { await Self.readMPV(mpv, into: sink) }
+                tasks.addTask { await Self.readAgent(agent, into: sink, log: log) }
+                tasks.addTask { await Self.keepTime(shared, into: sink) }
+                tasks.addTask { await Self.readPositions(mpv, shared, options: o, into: sink) }
+                var policy = MPVBridgePolicy(configuration: o.policy)
+                var end = End.mpvClosed
+                for await message in messages {
+                    guard case .input(let input) = message else {
+                        if case .ended(let why) = message { end = why }
+                        break
+                    }
+                    let now = MonotonicClock.read()
+                    let actions = policy.handle(input, now: now)
+                    if o.verbose, input != .tick || !actions.isEmpty {
+                        log("\(now / 1000) us: \(input) -> \(actions)")
+                    }
+                    shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions) }
+                    for action in actions {
+                        await Self.perform(action, mpv: mpv, agent: agent, osdMs: o.policy.osdDurationMs, log: log)
+                    }
+                }
+                tasks.cancelAll()
+                sink.finish()
+                return end
+            }
+        }
+    }
+
+    /// mpv inserts its tempo filter when the speed leaves 1 and removes it when it comes back,
+    /// and each time the audio jumps by a few milliseconds (measured with mpv 0.35.1: a 1%
+    /// nudge for 0.5 s moved the position 10 ms instead of 5). With the filter always in the
+    /// chain a nudge moves it by exactly its integral, so the bridge adds `scaletempo2` (mpv's
+    /// own default for speed changes) unless a tempo filter is there or pitch correction is off.
+    private static func keepTempoFilter(_ mpv: MPVConnection, log: @Sendable (String) -> Void) async {
+        guard (try? await mpv.get("audio-pitch-correction").bool) != false else { return }
+        let filters = (try? await mpv.get("af").array) ?? []
+        let names = filters.compactMap { $0.object?["name"]?.string }
+        guard !names.contains(where: { ["scaletempo", "scaletempo2", "rubberband"].contains($0) }) else { return }
+        do {
+            try await mpv.command("af", "add", "scaletempo2")
+        } catch {
+            log("could not add the scaletempo2 audio filter (\(error)): speed corrections will be less precise")
+        }
+    }
+
+    // MARK: - Sources
+
+    /// The loaded file as an input: its absolute path (or URL), duration and title.
+    private static func loadedFile(_ mpv: MPVConnection) async -> MPVBridgePolicy.Input? {
+        guard var path = try? await mpv.get("path").string else { return nil }
+        if !path.contains("://"), !path.hasPrefix("/"), let cwd = try? await mpv.get("working-directory").string {
+            path = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: cwd, isDirectory: true)).standardizedFileURL.path
+        }
+        let duration = (try? await mpv.get("duration").double).flatMap { $0 }.map { Nanos.from(seconds: $0) }
+        let title = try? await mpv.get("media-title").string
+        return .fileLoaded(path: path, durationNs: duration, title: title)
+    }
+
+    private static func readMPV(_ mpv: MPVConnection, into sink: AsyncStream<Message>.Continuation) async {
+        for await event in mpv.events {
+            switch event.name {
+            case "property-change":
+                switch (event.propertyName, event.data) {
+                case ("pause", .bool(let b)?): sink.yield(.input(.pause(b)))
+                case ("speed", let v?): if let s = v.double { sink.yield(.input(.speed(s))) }
+                case ("paused-for-cache", .bool(let b)?): sink.yield(.input(.pausedForCache(b)))
+                default: break
+                }
+            case "file-loaded":
+                if let loaded = await loadedFile(mpv) { sink.yield(.input(loaded)) }
+            case "end-file":
+                if event.reason != "redirect" { sink.yield(.input(.fileEnded)) }
+            case "seek":
+                sink.yield(.input(.seekStarted))
+            case "playback-restart":
+                let position = (try? await mpv.get("time-pos").double).flatMap { $0 }.map { Nanos.from(seconds: $0) }
+                sink.yield(.input(.playbackRestarted(positionNs: position)))
+            default:
+                break
+            }
+        }
+        if !Task.isCancelled { sink.yield(.ended(.mpvClosed)) }
+    }
+
+    private static func readAgent(_ agent: LockstepClient, into sink: AsyncStream<Message>.Continuation, log: @Sendable (String) -> Void) async {
+        for await event in agent.events {
+            do {
+                switch event.name {
+                case "timeline": sink.yield(.input(.timeline(try event.decode(TimelineEvent.self))))
+                case "wait": sink.yield(.input(.wait(try event.decode(WaitEvent.self))))
+                case "correction": sink.yield(.input(.correction(try event.decode(CorrectionEvent.self))))
+                case "item_proposed": sink.yield(.input(.itemProposed(try event.decode(ItemProposedEvent.self))))
+                case "group_playback":
+                    let e = try event.decode(GroupPlaybackEvent.self)
+                    log(e.active ? "in group playback (\(e.reason))" : "out of group playback: \(e.reason)")
+                case "suspension":
+                    let e = try event.decode(SuspensionEvent.self)
+                    log("suspension \(e.change): \(e.reason) (by \(e.by))")
+                default: break
+                }
+            } catch {
+                log("agent event \(event.name) not understood: \(error)")
+            }
+        }
+        if !Task.isCancelled { sink.yield(.ended(.agentClosed)) }
+    }
+
+    /// Ticks at the policy's deadlines, exactly: sleeps until a millisecond before, then spins.
+    /// Between deadlines it ticks every 20 ms, so a deadline set meanwhile is seen in time
+    /// (the policy never sets one sooner than its seek lead).
+    private static func keepTime(_ shared: SharedState, into sink: AsyncStream<Message>.Continuation) async {
+        let idle = 20 * Nanos.millisecond, spin = Nanos.millisecond
+        while !Task.isCancelled {
+            let now = MonotonicClock.read()
+            let deadline = shared.withLock { $0.deadline }
+            let target = min(deadline ?? .max, now + idle)
+            let exact = target == deadline
+            let sleep = target - now - (exact ? spin : 0)
+            if sleep > 0 { try? await Task.sleep(nanoseconds: UInt64(sleep)) }
+            if exact { while MonotonicClock.read() < target {} }
+            sink.yield(.input(.tick))
+        }
+    }
+
+    /// Reads `audio-pts` (or `time-pos` without audio) while the policy wants positions; the
+    /// reading's host time is the middle of its IPC round trip.
+    private static func readPositions(_ mpv: MPVConnection, _ shared: SharedState, options: Options, into sink: AsyncStream<Message>.Continuation) async {
+        var property = "audio-pts"
+        while !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: UInt64(options.reportIntervalNs))
+            guard shared.withLock({ $0.wantsPositions }) else { continue }
+            guard let reply = try? await mpv.send(["get_property", .string(property)]) else { continue }
+            if !reply.succeeded {
+                // No audio track: fall back to the coarser time-pos.
+                if reply.error != "property unavailable" || property == "time-pos" { continue }
+                if (try? await mpv.get("aid").bool) == false { property = "time-pos" }
+                continue
+            }
+            guard reply.roundTrip <= options.maxReadingRoundTripNs, let seconds = reply.data.double else { continue }
+            sink.yield(.input(.position(Nanos.from(seconds: seconds), at: reply.midpoint)))
+        }
+    }
+
+    // MARK: - Actions
+
+    private static func perform(_ action: MPVBridgePolicy.Action, mpv: MPVConnection, agent: LockstepClient, osdMs: Int, log: @Sendable (String) -> Void) async {
+        do {
+            switch action {
+            case .setPause(let p): try await mpv.set("pause", .bool(p))
+            case .setSpeed(let s): try await mpv.set("speed", .double(s))
+            case .seek(let p): try await mpv.command("seek", .double(Double(p) / 1e9), "absolute+exact")
+            case .showText(let text):
+                log(text)
+                try await mpv.command("show-text", .string(text), .int(Int64(osdMs)))
+            case .load(let request):
+                let r: LoadResult = try await agent.request("load", request)
+                log("loaded \(r.item): \(r.outcome)")
+            case .unload: let _: EmptyResult = try await agent.request("unload")
+            case .ready: let _: EmptyResult = try await agent.request("ready")
+            case .buffering: let _: EmptyResult = try await agent.request("buffering")
+            case .intent(let intent):
+                log("you: \(intent.action)\(intent.positionNs.map { " to \(fmtSeconds($0))" } ?? "")\(intent.rate.map { " at \($0)x" } ?? "")")
+                let _: EmptyResult = try await agent.request("intent", intent)
+            case .report(let report): try await agent.notify("position", report)
+            }
+        } catch {
+            log("\(action): \(error)")
+        }
+    }
+
+    private static func fmtSeconds(_ ns: Int64) -> String {
+        String(format: "%.3f s", Double(ns) / 1e9)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import LockstepCore
+import LockstepLab
+import LockstepMPV
+import LockstepWire
+
+/// Lockstep keeping the lab's mpvs in step, as a user runs it: on every host `lockstepd` (the
+/// lab's group key, mDNS discovery through the host's avahi-daemon) and
+/// `lockstep mpv --headless --mpv-no-config --ipc-socket SOCK MEDIA`, which starts mpv paused
+/// and bridges it to the agent. Nothing is tuned for the benchmark: the bridge's defaults.
+struct LockstepMpvSystem: MpvSyncSystem {
+    var name: String { "lockstep" }
+    var needsAvahi: Bool { true }
+
+    var configuration: [String: String] {
+        [
+            "lockstep.agent": "lockstepd on every host (the lab's group key, mDNS discovery), defaults",
+            "lockstep.bridge": "lockstep mpv --headless --mpv-no-config --ipc-socket SOCK MEDIA (defaults: start latency 120 ms, sync tolerance 1 ms)",
+        ]
+    }
+
+    func start(lab: Lab, hosts: [Int], media: String, progress: @Sendable (String) -> Void) async throws -> [String] {
+        let sockets = hosts.map { BridgedMPV.mpvSocket(lab, $0) }
+        do {
+            try await launch(lab: lab, hosts: hosts, sockets: sockets, media: media, progress: progress)
+        } catch {
+            await quitPlayers(sockets)
+            throw error
+        }
+        return sockets
+    }
+
+    private func launch(lab: Lab, hosts: [Int], sockets: [String], media: String, progress: @Sendable (String) -> Void) async throws {
+        do {
+            _ = try await BridgedMPV.start(lab: lab, hosts: hosts, media: media, verbose: ProcessInfo.processInfo.environment["LOCKSTEP_BENCH_LOGS"] != nil)
+        } catch {
+            throw MpvBenchFailure("\(error)")
+        }
+        progress("3 agents, 3 bridged mpv up and ready")
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+    }
+
+    func stop(lab: Lab, sockets: [String]) async {
+        await quitPlayers(sockets)  // each bridge exits with its mpv
+        // LOCKSTEP_BENCH_LOGS=DIR keeps every host's bridge and agent log (the lab is destroyed next).
+        if let dir = ProcessInfo.processInfo.environment["LOCKSTEP_BENCH_LOGS"] {
+            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            for socket in sockets {
+                let host = (socket as NSString).deletingLastPathComponent, name = (host as NSString).lastPathComponent
+                for log in ["lockstep-mpv", "agent"] {
+                    try? FileManager.default.removeItem(atPath: "\(dir)/\(name)-\(log).log")
+                    try? FileManager.default.copyItem(atPath: "\(host)/\(log).log", toPath: "\(dir)/\(name)-\(log).log")
+                }
+            }
+        }
+    }
+}
