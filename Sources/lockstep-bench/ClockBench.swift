@@ -56,6 +56,12 @@ struct ClockBench: AsyncParsableCommand {
                 var r = c.row("chrony (\(name))")
                 r["_order"] = order
                 rows.append(r)
+                if let raw = result.chronyRaw {
+                    var rr = raw.row("chrony-raw (\(name))")
+                    rr["_order"] = order
+                    rows.append(rr)
+                    raw.figures(into: &report.figures, prefix: "chrony_raw_\(name)")
+                }
                 c.figures(into: &report.figures, prefix: "chrony_\(name)")
                 let ratio = result.lockstep.errors.percentile(99) / c.errors.percentile(99)
                 report.figures["clean_p99_ratio_lockstep_over_chrony"] = ratio
@@ -190,6 +196,8 @@ struct ClockBench: AsyncParsableCommand {
     struct Outcome {
         var lockstep: Summary
         var chrony: Summary?
+        /// chrony's raw per-exchange offsets (measurements.log), before its regression.
+        var chronyRaw: Summary?
         var chronyConfiguration = ""
         var restart: Double?
     }
@@ -269,7 +277,7 @@ struct ClockBench: AsyncParsableCommand {
         var outcome = Outcome(lockstep: Summary(series))
 
         if chrony {
-            outcome.chrony = try chronySummary(lab, client: 2, from: measureStart)
+            (outcome.chrony, outcome.chronyRaw) = try chronySummary(lab, client: 2, from: measureStart)
             outcome.chronyConfiguration = chronyConfig
         }
 
@@ -331,13 +339,15 @@ struct ClockBench: AsyncParsableCommand {
         return "chrony: `chronyd -d -x -u root -f CONF` in h\(server) (`local stratum 1`, `allow all`, `port 123`) and in h\(client) "
             + "(`server H1 iburst minpoll -4 maxpoll -4 noselect`, `port 0`, `log measurements statistics`, logdir/pidfile/driftfile/command socket under the lab's host directory); "
             + "error = |Est offset| from statistics.log (chrony's regression estimate after each sample, truth 0); bound = 4.5 x its Offset sd, for comparison only; "
-            + "raw per-sample |offset| from measurements.log is reported as chrony-raw"
+            + "chrony-raw: each exchange's |Offset| from measurements.log, bound = half its peer delay"
     }
 
-    /// chrony's estimates since `from` (its log lines carry UTC wall time).
-    func chronySummary(_ lab: Lab, client: Int, from: Date) throws -> Summary {
+    /// chrony's estimates since `from` (its log lines carry UTC wall time): its regression's
+    /// `Est offset` (statistics.log), and each exchange's raw `Offset` (measurements.log).
+    func chronySummary(_ lab: Lab, client: Int, from: Date) throws -> (Summary, Summary) {
         let dir = lab.hostDirectory(client) + "/chrony/log"
         let stats = (try? String(contentsOfFile: dir + "/statistics.log", encoding: .utf8)) ?? ""
+        let measurements = (try? String(contentsOfFile: dir + "/measurements.log", encoding: .utf8)) ?? ""
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -353,6 +363,17 @@ struct ClockBench: AsyncParsableCommand {
             series.bounds.append(bound)
             if error <= bound { series.covered += 1 }
         }
-        return Summary(series)
+        var raw = Series()
+        for line in measurements.split(separator: "\n") {
+            // Date Time IP L St 123 567 ABCD LP RP Score Offset Peer-delay ...
+            let f = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard f.count >= 13, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
+                  let offset = Double(f[11]), let delay = Double(f[12]) else { continue }
+            raw.errors.append(offset.magnitude * 1e9)
+            // The bracket any two-way exchange gives: half its round trip.
+            raw.bounds.append(delay / 2 * 1e9)
+            if offset.magnitude <= delay / 2 { raw.covered += 1 }
+        }
+        return (Summary(series), Summary(raw))
     }
 }

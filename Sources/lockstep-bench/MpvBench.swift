@@ -94,6 +94,7 @@ struct MpvBench: AsyncParsableCommand {
             results.append((name, pooled))
         }
         Self.tabulate(results, into: &report)
+        Self.goals(results, into: &report)
         report.notes.append("""
             Reference, measured earlier on these machines (Syncplay, 3 headless mpv): steady spread \
             p50 60 / p95 130 / max 164 ms; starts and seeks left 30-165 ms offsets never corrected \
@@ -246,6 +247,30 @@ struct MpvBench: AsyncParsableCommand {
             ])
         }
         report.tables["probe during the runs"] = probeRows
+    }
+
+    /// Issue 7's goals for Lockstep, and the ratio to each other system.
+    private static func goals(_ results: [(String, MpvResult)], into report: inout Report) {
+        guard let lockstep = results.first(where: { $0.0 == "lockstep" })?.1 else { return }
+        func p95(_ r: MpvResult, _ scenario: String) -> Double { Stats(r.spreads[scenario] ?? []).percentile(95) }
+        let ms: (Double) -> String = { "\(fmt($0 * 1000, 1)) ms" }
+        report.goal("steady spread p95", target: "<= 5 ms", measured: ms(p95(lockstep, "steady")), met: p95(lockstep, "steady") <= 0.005)
+        let afterCommands = ["start", "resume", "seek"].map { Stats(lockstep.spreads[$0] ?? []).max }.max() ?? .nan
+        report.goal("spread after play or seek (from 1.5 s after the command)", target: "<= 20 ms", measured: "max \(ms(afterCommands))", met: afterCommands <= 0.020)
+        let start = Stats(lockstep.reactions[.play] ?? [])
+        report.goal("intent to synchronized start (other hosts)", target: "<= 150 ms", measured: "median \(ms(start.median)), p95 \(ms(start.percentile(95)))", met: start.percentile(95) <= 0.150)
+        let recoveries = lockstep.stalls.map { $0.recovery ?? .infinity }
+        let moved = lockstep.stalls.contains { $0.othersJumped }
+        report.goal("a stalled mpv back in sync without moving the others", target: "<= 2 s", measured: recoveries.map { $0.isFinite ? "\(fmt($0, 2)) s" : "never" }.joined(separator: ", ") + (moved ? ", others moved" : ""),
+                    met: !recoveries.isEmpty && recoveries.allSatisfy { $0 <= 2 } && !moved)
+        for (name, other) in results where name != "lockstep" {
+            let ratios = MpvScenarios.names.compactMap { s -> Double? in
+                let a = p95(lockstep, s), b = p95(other, s)
+                return a > 0 && b.isFinite ? b / a : nil
+            }
+            let worst = ratios.min() ?? .nan
+            report.goal("every scenario's p95 spread at least 10x tighter than \(name)", target: ">= 10x", measured: "\(fmt(worst, 1))x in the closest scenario", met: worst >= 10)
+        }
     }
 
     private func setFigure(_ report: inout Report, _ key: String, _ value: Double) {
