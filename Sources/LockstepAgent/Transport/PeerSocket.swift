@@ -157,21 +157,39 @@ public final class PeerSocket: Sendable {
                     lockstep_recv_timestamped(fd, raw.baseAddress, raw.count, &from, &fromLen, &rxReal, &truncated)
                 }
                 if n < 0 { break }
-                let monoNow = MonotonicClock.read()
-                var received = monoNow
+                var received = MonotonicClock.read()
                 if rxReal > 0 {
-                    var real = timespec()
-                    clock_gettime(CLOCK_REALTIME, &real)
-                    let realNow = Int64(real.tv_sec) * 1_000_000_000 + Int64(real.tv_nsec)
+                    let (realNow, monoMinusReal) = Self.realtimeToMonotonic()
                     let age = realNow - rxReal
                     // A kernel timestamp from the future or older than a second is not believable
                     // (the wall clock stepped); fall back to the read time.
-                    if age >= 0 && age < 1_000_000_000 { received = monoNow - age }
+                    if age >= 0 && age < 1_000_000_000 { received = rxReal + monoMinusReal }
                 }
                 guard truncated == 0, let source = Self.endpoint(from: from) else { continue }
                 onDatagram(Datagram(bytes: Array(buffer[0..<n]), source: source, receivedAt: received))
             }
         }
+    }
+
+    /// `CLOCK_MONOTONIC − CLOCK_REALTIME` now, and `CLOCK_REALTIME` now, for converting the
+    /// kernel's (realtime) receive timestamps. Read as realtime, monotonic, realtime, keeping the
+    /// tightest of a few tries: a thread preempted between two clock reads (common on a busy
+    /// machine) would otherwise make a datagram look received earlier than it was, and the clock
+    /// filter, which trusts the fastest-looking samples, would pick exactly those.
+    static func realtimeToMonotonic() -> (realNow: Int64, monoMinusReal: Int64) {
+        func real() -> Int64 {
+            var t = timespec()
+            clock_gettime(CLOCK_REALTIME, &t)
+            return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+        }
+        var best: (gap: Int64, real: Int64, offset: Int64) = (.max, 0, 0)
+        for _ in 0..<4 {
+            let r1 = real(), m = MonotonicClock.read(), r2 = real()
+            let gap = r2 - r1
+            if gap >= 0 && gap < best.gap { best = (gap, r2, m - (r1 + gap / 2)) }
+            if best.gap <= 1_000 { break }
+        }
+        return (best.real, best.offset)
     }
 
     static func sockaddr6(_ endpoint: Endpoint) -> sockaddr_in6 {
