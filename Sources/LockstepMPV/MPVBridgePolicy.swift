@@ -282,7 +282,7 @@ public struct MPVBridgePolicy: Sendable {
         var out: [Action] = []
         if let at = pendingStart, now >= at {
             pendingStart = nil
-            reportFrom = now + 100 * Nanos.millisecond
+            reportFrom = max(reportFrom, now + 100 * Nanos.millisecond)
             out.append(.setPause(false))
         }
         if let h = pendingHold, now >= h.at, !h.refined, let reaches = instant(of: h.position, now: now), reaches > now,
