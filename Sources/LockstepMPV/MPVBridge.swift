@@ -264,6 +264,10 @@ public final class MPVBridge: Sendable {
                 let _: EmptyResult = try await agent.request("intent", intent)
             case .report(let report): try await agent.notify("position", report)
             }
+        } catch LockstepClient.Failure.disconnected {
+            // The agent went away: the session ends and says so; no line per lost action.
+        } catch MPVError.disconnected {
+            // mpv went away: likewise.
         } catch {
             log("\(action): \(error)")
         }
