@@ -75,7 +75,7 @@ struct Mpv: AsyncParsableCommand {
 
     func validate() throws {
         if (media == nil) == (attach == nil) { throw ValidationError("give MEDIA to play, or --attach SOCKET of a running mpv (not both)") }
-        if outputLatencyMs < 0 || syncToleranceMs < 0 || startLatencyMs < 20 { throw ValidationError("latencies must be positive (start latency at least 20 ms)") }
+        if outputLatencyMs < 0 || syncToleranceMs < 0 || startLatencyMs < 20 { throw ValidationError("latencies and tolerances cannot be negative, and the start latency is at least 20 ms") }
     }
 
     func run() async throws {
@@ -101,14 +101,17 @@ struct Mpv: AsyncParsableCommand {
         } else {
             mpvSocket = attach!
             if let id {
-                guard let c = try? await MPVConnection.connect(socketPath: mpvSocket, timeout: 5),
-                      let path = try? await c.get("path").string
-                else {
+                guard let c = try? await MPVConnection.connect(socketPath: mpvSocket, timeout: 5) else {
+                    printError("no mpv at \(mpvSocket) (start it with --input-ipc-server=\(mpvSocket))")
+                    throw ExitCode(1)
+                }
+                let path = await MPVBridge.loadedPath(c)
+                await c.close()
+                guard let path else {
                     printError("--id: no file loaded in the mpv at \(mpvSocket)")
                     throw ExitCode(1)
                 }
-                await c.close()
-                itemIDs[Self.absolute(path)] = id
+                itemIDs[path] = id
             }
         }
         Self.stopMPVOnSignals(process)

@@ -146,12 +146,18 @@ public final class MPVBridge: Sendable {
 
     // MARK: - Sources
 
+    /// The file mpv has loaded: its URL, or its absolute path (mpv reports a relative path as
+    /// given, relative to mpv's own working directory). Nil when nothing is loaded.
+    public static func loadedPath(_ mpv: MPVConnection) async -> String? {
+        guard let path = try? await mpv.get("path").string else { return nil }
+        if path.contains("://") || path.hasPrefix("/") { return path }
+        let cwd = (try? await mpv.get("working-directory").string) ?? FileManager.default.currentDirectoryPath
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: cwd, isDirectory: true)).standardizedFileURL.path
+    }
+
     /// The loaded file as an input: its absolute path (or URL), duration and title.
     private static func loadedFile(_ mpv: MPVConnection) async -> MPVBridgePolicy.Input? {
-        guard var path = try? await mpv.get("path").string else { return nil }
-        if !path.contains("://"), !path.hasPrefix("/"), let cwd = try? await mpv.get("working-directory").string {
-            path = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: cwd, isDirectory: true)).standardizedFileURL.path
-        }
+        guard let path = await loadedPath(mpv) else { return nil }
         let duration = (try? await mpv.get("duration").double).flatMap { $0 }.map { Nanos.from(seconds: $0) }
         let title = try? await mpv.get("media-title").string
         return .fileLoaded(path: path, durationNs: duration, title: title)
