@@ -111,11 +111,21 @@ struct MPVConnectionTests {
         #expect(end?.reason == "stop")
     }
 
+    /// The process is in state T (stopped), by /proc.
+    static func isStopped(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.range(of: ") ", options: .backwards) else { return false }
+        return stat[close.upperBound...].hasPrefix("T")
+    }
+
     @Test("when mpv dies, pending requests fail with .disconnected and the event stream ends")
     func mpvQuits() async throws {
         let mpv = try await launchMPV()
         let c = try await mpv.connect()
         mpv.suspend()
+        // SIGSTOP takes effect asynchronously: the request must reach a stopped mpv.
+        for _ in 0..<200 where !Self.isStopped(mpv.pid) { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(Self.isStopped(mpv.pid), "mpv is stopped")
         let pending = Task { try await c.get("idle-active") }
         try await Task.sleep(nanoseconds: 100_000_000)
         kill(mpv.pid, SIGKILL)
