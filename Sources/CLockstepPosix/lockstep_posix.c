@@ -7,6 +7,17 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+int lockstep_zero_fresh_allocations(void) {
+#if defined(__GLIBC__) && defined(M_PERTURB)
+    return mallopt(M_PERTURB, 0xff);
+#else
+    return 0;
+#endif
+}
 
 int lockstep_enable_rx_timestamps(int fd) {
 #ifdef SO_TIMESTAMPNS

@@ -18,4 +18,12 @@ ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
                                   struct sockaddr_storage *from, socklen_t *from_len,
                                   int64_t *rx_realtime_ns, int *truncated);
 
+/// Makes every later malloc(3) return zeroed memory (glibc's M_PERTURB with 0xff: allocations
+/// are filled with 0x00, freed blocks with 0xff). Works around avahi's compat libdns_sd before
+/// 0.9 (Debian 12 ships 0.8), which leaves callback pointers of a DNSServiceRef uninitialised and
+/// calls them when the daemon goes away: an avahi-daemon restart could crash the agent (seen in
+/// the fault lab test; fixed upstream by avahi PR #569, "Use allocator with memory set to zero").
+/// Returns 1 if set, 0 where glibc's mallopt is not available.
+int lockstep_zero_fresh_allocations(void);
+
 #endif

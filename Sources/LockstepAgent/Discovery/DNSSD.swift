@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CLockstepPosix
 import LockstepCore
 import Logging
 import Synchronization
@@ -138,7 +139,12 @@ public final class DNSSDDiscovery: Sendable {
     /// name. `txt` must encode (see ``TXTRecord/encode(_:)``). Sets `AVAHI_COMPAT_NOWARN=1`
     /// unless the environment already has it, to silence the compat layer's warning.
     /// Call once; a second call returns a stream that is already finished.
+    /// avahi's compat library (0.8) calls uninitialised callback pointers when the daemon goes
+    /// away; zeroed allocations make them null (see `lockstep_zero_fresh_allocations`).
+    private static let zeroedAllocations: Int32 = lockstep_zero_fresh_allocations()
+
     public func start(instanceName: String, port: UInt16, txt: [String: String]) throws(TXTRecordError) -> AsyncStream<DiscoveryEvent> {
+        _ = Self.zeroedAllocations
         let txtBytes = try TXTRecord.encode(txt)
         let (stream, continuation) = AsyncStream.makeStream(of: DiscoveryEvent.self, bufferingPolicy: .unbounded)
         let configuration = DNSSDEventLoop.Configuration(
