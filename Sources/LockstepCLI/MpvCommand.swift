@@ -91,7 +91,7 @@ struct Mpv: AsyncParsableCommand {
             o.paused = true
             o.ignoreUserConfig = mpvNoConfig
             o.extraArguments = ["--force-media-title=\((media as NSString).lastPathComponent)"] + mpvArg
-            if let id { itemIDs[Self.absolute(media)] = id }
+            if let id { itemIDs[MPVBridge.absolute(media)] = id }
             do {
                 process = try await MPVProcess.launch(o, timeout: 30)
             } catch {
@@ -151,10 +151,6 @@ struct Mpv: AsyncParsableCommand {
             }
             try await Task.sleep(nanoseconds: 1_000_000_000)
         }
-    }
-
-    static func absolute(_ media: String) -> String {
-        media.contains("://") ? media : URL(fileURLWithPath: media).standardizedFileURL.path
     }
 
     /// The mpv this command started does not outlive it.

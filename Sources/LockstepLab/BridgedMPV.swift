@@ -1,6 +1,5 @@
 import Foundation
 import LockstepMPV
-import LockstepWire
 
 /// Lab hosts each running `lockstepd` and `lockstep mpv` (a headless mpv bridged to the agent),
 /// as a user runs them: what `tools/bench mpv` measures as "lockstep" and the mpv lab tests use.
@@ -14,13 +13,7 @@ public enum BridgedMPV {
     /// `verbose` makes each bridge log every decision to its host's `lockstep-mpv.log`.
     public static func start(lab: Lab, hosts: [Int], media: String, verbose: Bool = false) async throws -> [String] {
         for h in hosts { try lab.startAgent(h) }
-        let found = await waitUntil(timeout: 20, interval: 0.1) {
-            for h in hosts {
-                guard let peers = try? await lab.request(h, "peers", as: PeersResult.self),
-                      peers.peers.filter({ $0.state == "reachable" }).count >= hosts.count - 1 else { return false }
-            }
-            return true
-        }
+        let found = await waitUntil(timeout: 20, interval: 0.1) { (try? await lab.allReachable(among: hosts)) == true }
         guard found != nil else { throw Lab.Failure(description: "the agents did not find each other within 20 s") }
         let sockets = hosts.map { mpvSocket(lab, $0) }
         for (h, socket) in zip(hosts, sockets) {
@@ -37,10 +30,7 @@ public enum BridgedMPV {
             await c.close()
         }
         let ready = await waitUntil(timeout: 20, interval: 0.1) {
-            for h in hosts {
-                guard let r = try? await lab.request(h, "players", as: PlayersResult.self),
-                      r.players.filter({ $0.participant.readiness == "ready" && $0.item != nil }).count == hosts.count else { return false }
-            }
+            for h in hosts where (try? await lab.readyPlayers(on: h)) != hosts.count { return false }
             return true
         }
         guard ready != nil else {

@@ -131,6 +131,22 @@ public final class Lab: @unchecked Sendable {
         }
         return r.stdout
     }
+
+    /// Whether every agent among `hosts` lists every other one (by its lab name, hN) as reachable.
+    public func allReachable(among hosts: [Int]) async throws -> Bool {
+        for h in hosts {
+            let p: PeersResult = try await request(h, "peers")
+            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map(\.name))
+            if !hosts.filter({ $0 != h }).allSatisfy({ reachable.contains("h\($0)") }) { return false }
+        }
+        return true
+    }
+
+    /// How many players (on every peer) the agent on `h` sees ready and not suspended.
+    public func readyPlayers(on h: Int) async throws -> Int {
+        let p: PlayersResult = try await request(h, "players")
+        return p.players.filter { $0.participant.readiness == "ready" && $0.participant.suspensionReasons.isEmpty }.count
+    }
 }
 
 /// Polls `condition` every `interval` until it holds or `timeout` passes; returns the elapsed

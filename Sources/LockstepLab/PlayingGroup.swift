@@ -24,7 +24,7 @@ public final class PlayingGroup: @unchecked Sendable {
             }
             try await Task.sleep(nanoseconds: 1_500_000_000)
             for h in 1...hosts { try startPlayer(h) }
-            guard try await waitUntil(timeout: 30, { try await self.readyPlayers(on: 1) == hosts }) != nil else {
+            guard try await waitUntil(timeout: 30, { try await self.lab.readyPlayers(on: 1) == hosts }) != nil else {
                 throw Lab.Failure(description: "the players were not all ready within 30 s")
             }
             if play {
@@ -49,18 +49,7 @@ public final class PlayingGroup: @unchecked Sendable {
     public func playerLog(_ h: Int) -> String { lab.hostDirectory(h) + "/player-\(runs[h] ?? 1).jsonl" }
 
     public func allReachable(among group: [Int]? = nil) async throws -> Bool {
-        let members = group ?? Array(1...hosts)
-        for h in members {
-            let p: PeersResult = try await lab.request(h, "peers")
-            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map(\.name))
-            if !members.filter({ $0 != h }).allSatisfy({ reachable.contains("h\($0)") }) { return false }
-        }
-        return true
-    }
-
-    public func readyPlayers(on h: Int) async throws -> Int {
-        let p: PlayersResult = try await lab.request(h, "players")
-        return p.players.filter { $0.participant.readiness == "ready" && $0.participant.suspensionReasons.isEmpty }.count
+        try await lab.allReachable(among: group ?? Array(1...hosts))
     }
 
     /// The players' traces, read now.

@@ -150,10 +150,17 @@ public final class MPVBridge: Sendable {
     /// given, relative to mpv's own working directory). Nil when nothing is loaded.
     public static func loadedPath(_ mpv: MPVConnection) async -> String? {
         guard let path = try? await mpv.get("path").string else { return nil }
-        if path.contains("://") || path.hasPrefix("/") { return path }
-        let cwd = (try? await mpv.get("working-directory").string) ?? FileManager.default.currentDirectoryPath
-        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: cwd, isDirectory: true)).standardizedFileURL.path
+        if isAbsolute(path) { return path }
+        return absolute(path, in: (try? await mpv.get("working-directory").string) ?? FileManager.default.currentDirectoryPath)
     }
+
+    /// A URL as it is, a path made absolute against `directory`: how the bridge names an item.
+    public static func absolute(_ path: String, in directory: String = FileManager.default.currentDirectoryPath) -> String {
+        if isAbsolute(path) { return path }
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
+    }
+
+    private static func isAbsolute(_ path: String) -> Bool { path.contains("://") || path.hasPrefix("/") }
 
     /// The loaded file as an input: its absolute path (or URL), duration and title.
     private static func loadedFile(_ mpv: MPVConnection) async -> MPVBridgePolicy.Input? {

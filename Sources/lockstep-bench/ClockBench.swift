@@ -146,8 +146,6 @@ struct ClockBench: AsyncParsableCommand {
         var closures: [Double] = []
         var usableTimes: [Double] = []
         var convergedTimes: [Double] = []
-
-        var errorStats: Stats { Stats(errors) }
     }
 
     struct Summary {
@@ -202,9 +200,6 @@ struct ClockBench: AsyncParsableCommand {
         var restart: Double?
     }
 
-    /// Device time of each host as last read: (device, host) pairs and the configured skew.
-    struct DeviceFix { var local: Int64; var host: Int64; var skewPPM: Double }
-
     func measure(_ scenario: Scenario, chrony: Bool, restart: Bool) async throws -> Outcome {
         let lab = try Lab(hosts: hosts, name: "bclk")
         defer { lab.destroy() }
@@ -225,21 +220,21 @@ struct ClockBench: AsyncParsableCommand {
         var firstSeen: [String: Date] = [:]
         var usable: [String: Double] = [:]
         var history: [String: [(t: Double, err: Double)]] = [:]
-        var fixes: [Int: DeviceFix] = [:]
+        /// Each host's last `clock` reading: its device time at a host time.
+        var fixes: [Int: ClockResult] = [:]
 
         /// Reads every agent once; returns per pair (observer, peer name) the error and bound.
-        func readAll(count: Bool, since: Date) async {
+        func readAll(count: Bool) async {
             var results: [Int: ClockResult] = [:]
             for h in 1...hosts {
                 guard let r = try? await lab.request(h, "clock", as: ClockResult.self) else { continue }
                 results[h] = r
-                fixes[h] = DeviceFix(local: r.localTimeNs, host: r.hostTimeNs, skewPPM: skews[h] ?? 0)
+                fixes[h] = r
             }
             for (h, r) in results {
                 for p in r.peers {
                     guard let peer = Int(p.name.dropFirst()), let fix = fixes[peer], p.samples > 0 else { continue }
-                    let truePeer = Double(fix.local) + Double(r.hostTimeNs &- fix.host) * (1 + fix.skewPPM * 1e-6)
-                    let truth = truePeer - Double(r.localTimeNs)
+                    let truth = SimulatedClocks.trueOffset(observer: r, peer: fix, peerSkewPPM: skews[peer] ?? 0)
                     let error = (p.offsetNs - truth).magnitude
                     let key = "h\(h)->\(p.name)"
                     let now = Date()
@@ -259,12 +254,12 @@ struct ClockBench: AsyncParsableCommand {
 
         // Warm-up, read fast to time the first estimates.
         while Date().timeIntervalSince(start) < warmup {
-            await readAll(count: false, since: start)
+            await readAll(count: false)
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         let measureStart = Date()
         while Date().timeIntervalSince(measureStart) < seconds {
-            await readAll(count: true, since: start)
+            await readAll(count: true)
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         series.usableTimes = Array(usable.values)
@@ -293,7 +288,7 @@ struct ClockBench: AsyncParsableCommand {
             try lab.waitForSocket(h)
             let restartAt = Date()
             while Date().timeIntervalSince(restartAt) < 6, stale.contains(where: { usable[$0] == nil }) {
-                await readAll(count: false, since: restartAt)
+                await readAll(count: false)
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
             outcome.restart = stale.map { usable[$0] ?? .infinity }.max()

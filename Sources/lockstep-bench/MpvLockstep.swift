@@ -1,8 +1,6 @@
 import Foundation
-import LockstepCore
 import LockstepLab
 import LockstepMPV
-import LockstepWire
 
 /// Lockstep keeping the lab's mpvs in step, as a user runs it: on every host `lockstepd` (the
 /// lab's group key, mDNS discovery through the host's avahi-daemon) and
@@ -19,31 +17,26 @@ struct LockstepMpvSystem: MpvSyncSystem {
         ]
     }
 
-    func start(lab: Lab, hosts: [Int], media: String, progress: @Sendable (String) -> Void) async throws -> [String] {
-        let sockets = hosts.map { BridgedMPV.mpvSocket(lab, $0) }
-        do {
-            try await launch(lab: lab, hosts: hosts, sockets: sockets, media: media, progress: progress)
-        } catch {
-            await quitPlayers(sockets)
-            throw error
-        }
-        return sockets
-    }
+    /// LOCKSTEP_BENCH_LOGS=DIR: every bridge logs its decisions, and every host's bridge and
+    /// agent log is kept there (the lab is destroyed after the run).
+    static let logDirectory = ProcessInfo.processInfo.environment["LOCKSTEP_BENCH_LOGS"]
 
-    private func launch(lab: Lab, hosts: [Int], sockets: [String], media: String, progress: @Sendable (String) -> Void) async throws {
+    func start(lab: Lab, hosts: [Int], media: String, progress: @Sendable (String) -> Void) async throws -> [String] {
+        let sockets: [String]
         do {
-            _ = try await BridgedMPV.start(lab: lab, hosts: hosts, media: media, verbose: ProcessInfo.processInfo.environment["LOCKSTEP_BENCH_LOGS"] != nil)
+            sockets = try await BridgedMPV.start(lab: lab, hosts: hosts, media: media, verbose: Self.logDirectory != nil)
         } catch {
+            await quitPlayers(hosts.map { BridgedMPV.mpvSocket(lab, $0) })  // those that came up
             throw MpvBenchFailure("\(error)")
         }
         progress("3 agents, 3 bridged mpv up and ready")
         try await Task.sleep(nanoseconds: 1_000_000_000)
+        return sockets
     }
 
     func stop(lab: Lab, sockets: [String]) async {
         await quitPlayers(sockets)  // each bridge exits with its mpv
-        // LOCKSTEP_BENCH_LOGS=DIR keeps every host's bridge and agent log (the lab is destroyed next).
-        if let dir = ProcessInfo.processInfo.environment["LOCKSTEP_BENCH_LOGS"] {
+        if let dir = Self.logDirectory {
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             for socket in sockets {
                 let host = (socket as NSString).deletingLastPathComponent, name = (host as NSString).lastPathComponent

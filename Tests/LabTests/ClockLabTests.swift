@@ -24,16 +24,13 @@ struct ClockLabTests {
         return r
     }
 
-    /// |estimate − truth| and the bound, for every (observer, peer) pair of a reading. The
-    /// truth: the peer's device time at the observer's reading, extrapolated exactly from the
-    /// peer's own reading with its configured skew.
+    /// |estimate − truth| and the bound, for every (observer, peer) pair of a reading.
     func errors(_ r: Reading, skews: [Int: Double] = Self.skews) -> [(observer: Int, peer: Int, error: Double, bound: Double)] {
         var out: [(Int, Int, Double, Double)] = []
         for (h, result) in r.results {
             for p in result.peers where p.samples > 0 {
                 guard let peer = Int(p.name.dropFirst()), let fix = r.results[peer] else { continue }
-                let peerDevice = Double(fix.localTimeNs) + Double(result.hostTimeNs &- fix.hostTimeNs) * (1 + (skews[peer] ?? 0) * 1e-6)
-                let truth = peerDevice - Double(result.localTimeNs)
+                let truth = SimulatedClocks.trueOffset(observer: result, peer: fix, peerSkewPPM: skews[peer] ?? 0)
                 out.append((h, peer, (p.offsetNs - truth).magnitude, p.errorBoundNs))
             }
         }

@@ -132,6 +132,10 @@ public final class DNSSDDiscovery: Sendable {
     /// The longest instance name DNS-SD allows (one DNS label), in UTF-8 bytes.
     public static let maxInstanceNameBytes = 63
 
+    /// avahi's compat library (0.8) calls uninitialised callback pointers when the daemon goes
+    /// away; zeroed allocations make them null (see `lockstep_zero_fresh_allocations`).
+    private static let zeroedAllocations: Int32 = lockstep_zero_fresh_allocations()
+
     /// Publishes our service and browses for others; events arrive on the returned stream.
     ///
     /// `instanceName` is a label for humans (avahi adds ` #2` etc. on a collision); longer
@@ -139,10 +143,6 @@ public final class DNSSDDiscovery: Sendable {
     /// name. `txt` must encode (see ``TXTRecord/encode(_:)``). Sets `AVAHI_COMPAT_NOWARN=1`
     /// unless the environment already has it, to silence the compat layer's warning.
     /// Call once; a second call returns a stream that is already finished.
-    /// avahi's compat library (0.8) calls uninitialised callback pointers when the daemon goes
-    /// away; zeroed allocations make them null (see `lockstep_zero_fresh_allocations`).
-    private static let zeroedAllocations: Int32 = lockstep_zero_fresh_allocations()
-
     public func start(instanceName: String, port: UInt16, txt: [String: String]) throws(TXTRecordError) -> AsyncStream<DiscoveryEvent> {
         _ = Self.zeroedAllocations
         let txtBytes = try TXTRecord.encode(txt)

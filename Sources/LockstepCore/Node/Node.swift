@@ -164,12 +164,11 @@ public struct Node: Sendable {
             out.append(.send(.clockRequest(exchange: 0, t1: 0), to: endpoint))
         }
         for (peer, due) in helloDue where due <= now {
-            guard membership.isReachable(peer), let endpoint = membership.endpoint(of: peer) else {
+            guard membership.isReachable(peer) else {
                 helloDue[peer] = nil
                 continue
             }
-            out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
-            helloDue[peer] = now + Self.helloRetryNs
+            out += askHello(peer, now: now)
         }
         for peer in membership.reachable {
             guard var c = clocks[peer], let endpoint = membership.endpoint(of: peer) else { continue }
@@ -262,6 +261,14 @@ public struct Node: Sendable {
 
     // MARK: - Membership events
 
+    /// Sends `peer` our hello asking for its own, and asks again every ``helloRetryNs`` until
+    /// its hello (its name) arrives.
+    private mutating func askHello(_ peer: PeerID, now: Int64) -> [NodeDirective] {
+        helloDue[peer] = now + Self.helloRetryNs
+        guard let endpoint = membership.endpoint(of: peer) else { return [] }
+        return [.send(.hello(name: identity.name, wantsReply: true), to: endpoint)]
+    }
+
     private mutating func apply(_ events: [Membership.Event], now: Int64) -> [NodeDirective] {
         var out: [NodeDirective] = []
         for event in events {
@@ -271,10 +278,7 @@ public struct Node: Sendable {
                 if clocks[peer] == nil {
                     clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
                 }
-                if let endpoint = membership.endpoint(of: peer) {
-                    out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
-                }
-                helloDue[peer] = now + Self.helloRetryNs
+                out += askHello(peer, now: now)
                 out += greet(peer)
             case .stateChanged(let peer, _, .lost):
                 helloDue[peer] = nil
@@ -285,10 +289,7 @@ public struct Node: Sendable {
                 // A new incarnation may run on a new clock epoch: start the estimate afresh.
                 mesh.removePeer(peer)
                 clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
-                if let endpoint = membership.endpoint(of: peer) {
-                    out.append(.send(.hello(name: identity.name, wantsReply: true), to: endpoint))
-                }
-                helloDue[peer] = now + Self.helloRetryNs
+                out += askHello(peer, now: now)
             case .forgotten(let peer):
                 helloDue[peer] = nil
                 clocks[peer] = nil
