@@ -7,6 +7,11 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
+#if defined(__linux__)
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <netinet/in.h>
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -34,7 +39,8 @@ ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
                                   int64_t *rx_realtime_ns, int *truncated) {
     struct iovec iov = {.iov_base = buffer, .iov_len = capacity};
     union {
-        char bytes[CMSG_SPACE(sizeof(struct timespec)) * 2];
+        // Room for SCM_TIMESTAMPNS and, with transmit timestamps enabled, SCM_TIMESTAMPING.
+        char bytes[256];
         struct cmsghdr align;
     } control;
     struct msghdr msg;
@@ -62,3 +68,105 @@ ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
 #endif
     return n;
 }
+
+#if defined(__linux__) && defined(SO_TIMESTAMPING)
+// Linux 6.13 added a per-sendmsg key for transmit timestamps; older headers lack its number.
+#ifndef SCM_TS_OPT_ID
+#define SCM_TS_OPT_ID 81
+#endif
+
+int lockstep_enable_tx_timestamps(int fd) {
+    unsigned flags = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY | SOF_TIMESTAMPING_OPT_ID;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags));
+}
+
+ssize_t lockstep_send_timestamped(int fd, const void *buffer, size_t length,
+                                  const struct sockaddr *to, socklen_t to_len, uint32_t key) {
+    struct iovec iov = {.iov_base = (void *)buffer, .iov_len = length};
+    union {
+        char bytes[CMSG_SPACE(sizeof(uint32_t)) * 2];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_name = (void *)to;
+    msg.msg_namelen = to_len;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof(control.bytes);
+
+    // Ask for this datagram's software transmit timestamp (taken when the driver hands it to
+    // the device), reported on the error queue under `key`.
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SO_TIMESTAMPING;
+    c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+    uint32_t record = SOF_TIMESTAMPING_TX_SOFTWARE;
+    memcpy(CMSG_DATA(c), &record, sizeof(record));
+    c = CMSG_NXTHDR(&msg, c);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_TS_OPT_ID;
+    c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+    memcpy(CMSG_DATA(c), &key, sizeof(key));
+    return sendmsg(fd, &msg, MSG_DONTWAIT);
+}
+
+int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns) {
+    char data[64];
+    struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
+    union {
+        char bytes[512];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof(control.bytes);
+    if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return -1;
+
+    int64_t stamp = 0;
+    int have_key = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+            struct scm_timestamping ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+            stamp = (int64_t)ts.ts[0].tv_sec * 1000000000LL + ts.ts[0].tv_nsec;
+        } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                   (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+            struct sock_extended_err err;
+            memcpy(&err, CMSG_DATA(c), sizeof(err));
+            if (err.ee_origin == SO_EE_ORIGIN_TIMESTAMPING && err.ee_info == SCM_TSTAMP_SND) {
+                *key = err.ee_data;
+                have_key = 1;
+            }
+        }
+    }
+    if (!have_key || stamp == 0) return 0;
+    *tx_realtime_ns = stamp;
+    return 1;
+}
+#else
+int lockstep_enable_tx_timestamps(int fd) {
+    (void)fd;
+    errno = ENOPROTOOPT;
+    return -1;
+}
+
+ssize_t lockstep_send_timestamped(int fd, const void *buffer, size_t length,
+                                  const struct sockaddr *to, socklen_t to_len, uint32_t key) {
+    (void)key;
+    return sendto(fd, buffer, length, 0, to, to_len);
+}
+
+int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns) {
+    (void)fd;
+    (void)key;
+    (void)tx_realtime_ns;
+    errno = EAGAIN;
+    return -1;
+}
+#endif

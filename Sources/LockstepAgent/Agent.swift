@@ -100,9 +100,12 @@ public actor Agent: ClientHandler {
         }
         let inbound = transport.start()
         tasks.append(Task { [weak self] in
-            for await datagram in inbound {
+            for await event in inbound {
                 guard let self else { return }
-                await self.onInbound(datagram)
+                switch event {
+                case .inbound(let datagram): await self.onInbound(datagram)
+                case .transmitted(let sent): await self.onTransmitted(sent)
+                }
             }
         })
         for text in configuration.staticPeers { addStaticPeer(text) }
@@ -129,6 +132,11 @@ public actor Agent: ClientHandler {
         if onKeyMessage(d.message, from: d.sender, source: d.source, epochByte: d.epochByte) { return }
         let directives = node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now())
         execute(directives)
+        rearm()
+    }
+
+    func onTransmitted(_ t: PeerTransport.Transmitted) {
+        execute(node.onTransmitted(t.message, to: t.destination, at: t.sentAt, now: now()))
         rearm()
     }
 
@@ -332,7 +340,8 @@ public actor Agent: ClientHandler {
                 hardBoundNs: e.hardBound(atLocal: now), delayNs: e.delayNs, skewPPM: e.skewPPM, samples: e.sampleCount,
                 lastSampleAgeNs: now - e.lastSampleLocal, source: source, trusted: resolved.trusted,
                 closureErrorNs: resolved.closureErrorNs, worstClosureErrorNs: resolved.worstClosureErrorNs,
-                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: c.lost, rejected: c.rejected)
+                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: c.lost, rejected: c.rejected,
+                sendStamps: c.lastKernelStamped ? "kernel" : "agent", kernelStamped: c.kernelStamped)
         }
         return ClockResult(localTimeNs: now, hostTimeNs: host, peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
     }

@@ -14,12 +14,12 @@ struct Clock: AsyncParsableCommand {
     static func render(_ r: ClockResult) -> String {
         if r.peers.isEmpty { return "no reachable peers" }
         return Table(
-            headers: ["NAME", "OFFSET", "± BOUND", "HARD", "DELAY", "SKEW", "SAMPLES", "LAST", "SOURCE", "CLOSURE"],
+            headers: ["NAME", "OFFSET", "± BOUND", "HARD", "DELAY", "SKEW", "SAMPLES", "LAST", "STAMPS", "SOURCE", "CLOSURE"],
             rows: r.peers.map { p in
                 [
                     p.name, Human.duration(ns: Int64(p.offsetNs.rounded())), Human.duration(ns: Int64(p.errorBoundNs.rounded())),
                     Human.duration(ns: Int64(p.hardBoundNs.rounded())), Human.duration(ns: p.delayNs),
-                    Human.fixed(p.skewPPM, 2) + "ppm", String(p.samples), Human.duration(ns: p.lastSampleAgeNs) + " ago",
+                    Human.fixed(p.skewPPM, 2) + "ppm", String(p.samples), Human.duration(ns: p.lastSampleAgeNs) + " ago", p.sendStamps,
                     p.source + (p.trusted ? "" : " (untrusted)"),
                     p.closureErrorNs.map { Human.duration(ns: Int64($0.rounded())) + " over \(p.paths)" } ?? "-",
                 ]

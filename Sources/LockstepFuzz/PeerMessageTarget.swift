@@ -70,6 +70,7 @@ enum SampleMessages {
             ("clock-request", .clockRequest(exchange: 7, t1: 1_700_000_000_000_000_000)),
             ("clock-reply", .clockReply(exchange: 7, t1: 1, t2: 2, t3: 3)),
             ("clock-reply-extremes", .clockReply(exchange: .max, t1: .min, t2: .max, t3: -1)),
+            ("clock-follow-up", .clockFollowUp(exchange: 7, t1: 1, t3: 4)),
             ("hello", .hello(name: "living-room", wantsReply: false)),
             ("hello-wants-reply", .hello(name: "kitchen 🍳", wantsReply: true)),
             ("hello-longest-name", .hello(name: String(repeating: "ü", count: PeerMessage.maxNameBytes / 2), wantsReply: true)),

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LockstepCore
+import Synchronization
 import Testing
 
 @testable import LockstepAgent
@@ -17,6 +18,50 @@ struct ReceiveTimestampTests {
             let after = MonotonicClock.read()
             let converted = realNow + offset
             #expect(converted >= before - 20_000 && converted <= after + 20_000, "\(converted - before) ns after the first read, \(after - converted) ns before the second")
+        }
+    }
+}
+
+/// Kernel transmit timestamps on a real socket (loopback).
+@Suite("Transmit timestamps")
+struct TransmitTimestampTests {
+    @Test("a keyed send reports its kernel transmit time under its key: after the agent's stamp, before the receiver's kernel receive time")
+    func keyedSendIsTimestamped() throws {
+        let sender = try PeerSocket(port: 0)
+        let receiver = try PeerSocket(port: 0)
+        let sent = Mutex<[UInt32: Int64]>([:])
+        let received = Mutex<[Int64]>([])
+        sender.start(onDatagram: { _ in }, onTransmitted: { key, at in sent.withLock { $0[key] = at } })
+        receiver.start(onDatagram: { d in received.withLock { $0.append(d.receivedAt) } })
+        defer {
+            sender.stop()
+            receiver.stop()
+        }
+        let destination = Endpoint.v4(a: 127, b: 0, c: 0, d: 1, port: receiver.port)
+        var stamps: [(key: UInt32, before: Int64)] = []
+        for key in UInt32(40)..<UInt32(45) {
+            let before = MonotonicClock.read()
+            #expect(sender.send([1, 2, 3], to: destination, timestampKey: key))
+            stamps.append((key, before))
+            #expect(sender.send([4], to: destination))  // not keyed: no timestamp
+            usleep(2_000)
+        }
+        let deadline = MonotonicClock.read() + Nanos.second
+        while MonotonicClock.read() < deadline, sent.withLock({ $0.count }) < 5 || received.withLock({ $0.count }) < 10 { usleep(1_000) }
+        let times = sent.withLock { $0 }
+        let arrivals = received.withLock { $0 }
+        #expect(arrivals.count == 10)
+        guard sender.transmitTimestamps else {
+            // A kernel before 6.13 cannot key a send's timestamp: the socket falls back to plain
+            // sends (the agent's own stamps), and every datagram still goes out.
+            #expect(times.isEmpty)
+            return
+        }
+        #expect(Set(times.keys) == Set(stamps.map(\.key)))
+        for (i, s) in stamps.enumerated() {
+            let at = try #require(times[s.key])
+            #expect(at >= s.before, "key \(s.key): transmit time after the stamp before sending")
+            #expect(at <= arrivals[2 * i], "key \(s.key): transmit time before the receiver's kernel receive time")
         }
     }
 }

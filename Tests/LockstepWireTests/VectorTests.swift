@@ -65,6 +65,7 @@ struct VectorTests {
         return [
             ("clock request", .clockRequest(exchange: 7, t1: 1_000_000_123)),
             ("clock reply", .clockReply(exchange: 7, t1: 1_000_000_123, t2: 31_000_050_000, t3: 31_000_060_000)),
+            ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, t1: 1_000_000_123, t3: 31_000_060_417)),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
             ("item record (from its origin, asking for an ack)", .itemRecord(record, relay: nil, wantsAck: true)),
@@ -142,7 +143,7 @@ struct VectorTests {
             try Self.write(Self.rejectionVectors(envelopes), to: "rejections.json")
         }
         let vectors = try Self.load("peer-messages.json", as: [MessageVector].self)
-        #expect(Set(vectors.map(\.message.typeName)).count == 12, "every message type has a vector")
+        #expect(Set(vectors.map(\.message.typeName)).count == 13, "every message type has a vector")
         for v in vectors {
             #expect(Self.hex(v.message.encoded()) == v.hex, "\(v.name) encodes as the vector says")
             #expect(try PeerMessage.decode(Self.bytes(v.hex)) == v.message, "\(v.name) decodes to the vector's message")

@@ -18,6 +18,21 @@ ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
                                   struct sockaddr_storage *from, socklen_t *from_len,
                                   int64_t *rx_realtime_ns, int *truncated);
 
+/// Asks the kernel for software transmit timestamps on `fd` when a send requests one
+/// (SO_TIMESTAMPING with OPT_ID and OPT_TSONLY; Linux only). Returns 0, or -1 with errno set.
+int lockstep_enable_tx_timestamps(int fd);
+
+/// Sends one datagram without blocking and asks for its transmit timestamp, to be reported
+/// under `key` (Linux 6.13's SCM_TS_OPT_ID; older kernels fail with EINVAL). Returns the bytes
+/// sent, or -1 with errno set.
+ssize_t lockstep_send_timestamped(int fd, const void *buffer, size_t length,
+                                  const struct sockaddr *to, socklen_t to_len, uint32_t key);
+
+/// Reads one message from `fd`'s error queue without blocking. Returns 1 with `*key` and
+/// `*tx_realtime_ns` (CLOCK_REALTIME) for a transmit timestamp, 0 for any other message (consumed),
+/// or -1 with errno set (EAGAIN when the queue is empty).
+int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns);
+
 /// Makes every later malloc(3) return zeroed memory (glibc's M_PERTURB with 0xff: allocations
 /// are filled with 0x00, freed blocks with 0xff). Works around avahi's compat libdns_sd before
 /// 0.9 (Debian 12 ships 0.8), which leaves callback pointers of a DNSServiceRef uninitialised and

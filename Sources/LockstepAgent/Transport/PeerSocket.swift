@@ -35,6 +35,7 @@ public final class PeerSocket: Sendable {
     private let running = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let finished = Mutex<Bool>(false)
+    private let txTimestamps: Atomic<Bool>
 
     /// Binds `[::]:port` (IPv4 too), or `0.0.0.0:port` where IPv6 is unavailable. Port 0 picks one.
     public init(port: UInt16, receiveBufferBytes: Int32 = 4 << 20) throws {
@@ -51,6 +52,7 @@ public final class PeerSocket: Sendable {
         // A bounded kernel buffer: under a flood the kernel drops, the agent does not grow.
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, socklen_t(MemoryLayout<Int32>.size))
         _ = lockstep_enable_rx_timestamps(fd)
+        let tx = lockstep_enable_tx_timestamps(fd) == 0
 
         var bound: Int32
         if dual {
@@ -86,6 +88,7 @@ public final class PeerSocket: Sendable {
         self.fd = fd
         self.dualStack = dual
         self.wake = (pipes[0], pipes[1])
+        self.txTimestamps = Atomic(tx)
     }
 
     deinit {
@@ -94,11 +97,16 @@ public final class PeerSocket: Sendable {
         close(wake.write)
     }
 
-    /// Starts the receive thread; `onDatagram` runs on it, once per datagram, in arrival order.
-    public func start(onDatagram: @escaping @Sendable (Datagram) -> Void) {
+    /// Starts the receive thread; `onDatagram` runs on it, once per datagram, in arrival order, and
+    /// `onTransmitted` once per transmit timestamp (the key given to ``send(_:to:timestampKey:)``
+    /// and when the datagram left, on `CLOCK_MONOTONIC`), before any datagram that arrived later.
+    public func start(
+        onDatagram: @escaping @Sendable (Datagram) -> Void,
+        onTransmitted: @escaping @Sendable (_ key: UInt32, _ sentAt: Int64) -> Void = { _, _ in }
+    ) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
-            self.receiveLoop(onDatagram)
+            self.receiveLoop(onDatagram, onTransmitted)
             self.finished.withLock { $0 = true }
         }
         thread.name = "lockstep-udp-rx"
@@ -114,28 +122,47 @@ public final class PeerSocket: Sendable {
         while !finished.withLock({ $0 }) { usleep(1000) }
     }
 
+    /// True while sends can ask for kernel transmit timestamps (Linux 6.13 or later: software
+    /// timestamps with a per-send key). Turned off for good if the kernel refuses a request.
+    public var transmitTimestamps: Bool { txTimestamps.load(ordering: .relaxed) }
+
     /// Sends one datagram. Returns false (and does not throw) when the kernel refuses it:
-    /// a peer that went away must not take the agent with it.
+    /// a peer that went away must not take the agent with it. With `timestampKey`, the kernel's
+    /// transmit time of this datagram is reported under that key (see ``start(onDatagram:onTransmitted:)``)
+    /// while ``transmitTimestamps`` is true.
     @discardableResult
-    public func send(_ bytes: [UInt8], to endpoint: Endpoint) -> Bool {
+    public func send(_ bytes: [UInt8], to endpoint: Endpoint, timestampKey: UInt32? = nil) -> Bool {
         bytes.withUnsafeBytes { buffer in
-            switch endpoint {
-            case .v4(let a, let b, let c, let d, let port) where !dualStack:
-                var s = sockaddr_in()
-                s.sin_family = sa_family_t(AF_INET)
-                s.sin_port = port.bigEndian
-                s.sin_addr.s_addr = (UInt32(a) << 24 | UInt32(b) << 16 | UInt32(c) << 8 | UInt32(d)).bigEndian
-                return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } >= 0
-            case .v6 where !dualStack:
-                return false
-            default:
-                var s = Self.sockaddr6(endpoint)
-                return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } } >= 0
-            }
+            withSockaddr(endpoint) { address, length in
+                if let key = timestampKey, txTimestamps.load(ordering: .relaxed) {
+                    if lockstep_send_timestamped(fd, buffer.baseAddress, buffer.count, address, length, key) >= 0 { return true }
+                    guard errno == EINVAL else { return false }
+                    // A kernel without per-send timestamp keys: plain sends from now on.
+                    txTimestamps.store(false, ordering: .relaxed)
+                }
+                return sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), address, length) >= 0
+            } ?? false
         }
     }
 
-    private func receiveLoop(_ onDatagram: @Sendable (Datagram) -> Void) {
+    /// Calls `body` with `endpoint` as a socket address of this socket's family; nil if it has none.
+    private func withSockaddr<R>(_ endpoint: Endpoint, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R? {
+        switch endpoint {
+        case .v4(let a, let b, let c, let d, let port) where !dualStack:
+            var s = sockaddr_in()
+            s.sin_family = sa_family_t(AF_INET)
+            s.sin_port = port.bigEndian
+            s.sin_addr.s_addr = (UInt32(a) << 24 | UInt32(b) << 16 | UInt32(c) << 8 | UInt32(d)).bigEndian
+            return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        case .v6 where !dualStack:
+            return nil
+        default:
+            var s = Self.sockaddr6(endpoint)
+            return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+        }
+    }
+
+    private func receiveLoop(_ onDatagram: @Sendable (Datagram) -> Void, _ onTransmitted: @Sendable (UInt32, Int64) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while !stopped.load(ordering: .relaxed) {
@@ -147,6 +174,16 @@ public final class PeerSocket: Sendable {
                 return
             }
             if fds[1].revents != 0 { return }
+            // Transmit timestamps first: they were queued before any reply to those datagrams.
+            if fds[0].revents & Int16(POLLERR) != 0 {
+                var key: UInt32 = 0
+                var txReal: Int64 = 0
+                while true {
+                    let got = lockstep_recv_tx_timestamp(fd, &key, &txReal)
+                    if got < 0 { break }
+                    if got == 1, let sent = Self.monotonic(fromKernelRealtime: txReal) { onTransmitted(key, sent) }
+                }
+            }
             // Drain everything waiting before polling again.
             while true {
                 var from = sockaddr_storage()
@@ -157,18 +194,21 @@ public final class PeerSocket: Sendable {
                     lockstep_recv_timestamped(fd, raw.baseAddress, raw.count, &from, &fromLen, &rxReal, &truncated)
                 }
                 if n < 0 { break }
-                var received = MonotonicClock.read()
-                if rxReal > 0 {
-                    let (realNow, monoMinusReal) = Self.realtimeToMonotonic()
-                    let age = realNow - rxReal
-                    // A kernel timestamp from the future or older than a second is not believable
-                    // (the wall clock stepped); fall back to the read time.
-                    if age >= 0 && age < 1_000_000_000 { received = rxReal + monoMinusReal }
-                }
+                let received = Self.monotonic(fromKernelRealtime: rxReal) ?? MonotonicClock.read()
                 guard truncated == 0, let source = Self.endpoint(from: from) else { continue }
                 onDatagram(Datagram(bytes: Array(buffer[0..<n]), source: source, receivedAt: received))
             }
         }
+    }
+
+    /// A kernel timestamp (on `CLOCK_REALTIME`) on `CLOCK_MONOTONIC`; nil for none (0) and for one
+    /// from the future or older than a second, which is not believable (the wall clock stepped).
+    static func monotonic(fromKernelRealtime stamp: Int64) -> Int64? {
+        guard stamp > 0 else { return nil }
+        let (realNow, monoMinusReal) = realtimeToMonotonic()
+        let age = realNow - stamp
+        guard age >= 0 && age < 1_000_000_000 else { return nil }
+        return stamp + monoMinusReal
     }
 
     /// `CLOCK_MONOTONIC − CLOCK_REALTIME` now, and `CLOCK_REALTIME` now, for converting the

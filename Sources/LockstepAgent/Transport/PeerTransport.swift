@@ -23,6 +23,19 @@ public final class PeerTransport: Sendable {
         public var receivedAt: Int64
     }
 
+    /// A clock request or reply, as sent, and when the kernel says it left (device clock).
+    public struct Transmitted: Sendable {
+        public var message: PeerMessage
+        public var destination: Endpoint
+        public var sentAt: Int64
+    }
+
+    /// What the transport hands the agent, in the order it happened.
+    public enum Event: Sendable {
+        case inbound(Inbound)
+        case transmitted(Transmitted)
+    }
+
     public let socket: PeerSocket
     public let sealer: EnvelopeSealer
     public let opener: EnvelopeOpener
@@ -33,6 +46,11 @@ public final class PeerTransport: Sendable {
     private let counters = Mutex<[String: UInt64]>([:])
     private let lastWarning = Mutex<[String: Int64]>([:])
     private let random = Mutex(SystemRandomNumberGenerator())
+    /// Clock messages waiting for their kernel transmit time, by timestamp key, with the host
+    /// time they were sent (to forget those whose time never comes).
+    private let awaitingTransmit = Mutex<(nextKey: UInt32, sent: [UInt32: (message: PeerMessage, destination: Endpoint, at: Int64)])>((0, [:]))
+    /// Most messages waiting for a transmit time; older ones are forgotten first.
+    static let maxAwaitingTransmit = 256
 
     /// Inbound datagrams waiting for the agent at most; more are dropped and counted.
     public static let inboundCapacity = 4096
@@ -50,10 +68,10 @@ public final class PeerTransport: Sendable {
     /// The device clock now.
     public func now() -> Int64 { clock.current.device(fromHost: MonotonicClock.read()) }
 
-    /// Starts receiving; authenticated datagrams arrive on the returned stream.
-    public func start() -> AsyncStream<Inbound> {
-        let (stream, sink) = AsyncStream<Inbound>.makeStream(bufferingPolicy: .bufferingOldest(Self.inboundCapacity))
-        socket.start { [self] datagram in
+    /// Starts receiving; authenticated datagrams and transmit times arrive on the returned stream.
+    public func start() -> AsyncStream<Event> {
+        let (stream, sink) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(Self.inboundCapacity))
+        socket.start(onDatagram: { [self] datagram in
             let opened: (header: Envelope.Header, plaintext: [UInt8])
             do throws(Envelope.Rejection) {
                 opened = try opener.open(datagram.bytes)
@@ -70,10 +88,14 @@ public final class PeerTransport: Sendable {
             }
             count("received")
             let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
-            if case .dropped = sink.yield(inbound) {
+            if case .dropped = sink.yield(.inbound(inbound)) {
                 drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
             }
-        }
+        }, onTransmitted: { [self] key, sentAt in
+            guard let sent = awaitingTransmit.withLock({ $0.sent.removeValue(forKey: key) }) else { return }
+            count("transmit_timestamps")
+            _ = sink.yield(.transmitted(Transmitted(message: sent.message, destination: sent.destination, sentAt: clock.current.device(fromHost: sentAt))))
+        })
         return stream
     }
 
@@ -83,14 +105,19 @@ public final class PeerTransport: Sendable {
     }
 
     /// Sends `message` to `endpoint`. Clock exchanges get their send timestamp (t1 or t3) here,
-    /// as late as possible before the datagram leaves.
+    /// as late as possible before the datagram leaves, and ask the kernel for the real one
+    /// (reported later as ``Event/transmitted(_:)``) unless an impairment delays them: a datagram
+    /// held back by the delay line leaves late on purpose, its simulated flight time must count.
     public func send(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey? = nil) {
         var message = message
+        var wantsTransmitTime = false
         switch message {
         case .clockRequest(let exchange, _):
             message = .clockRequest(exchange: exchange, t1: now())
+            wantsTransmitTime = exchange != 0
         case .clockReply(let exchange, let t1, let t2, _):
             message = .clockReply(exchange: exchange, t1: t1, t2: t2, t3: now())
+            wantsTransmitTime = exchange != 0
         default:
             break
         }
@@ -102,14 +129,33 @@ public final class PeerTransport: Sendable {
         }
         let datagram = sealer.seal(plaintext, with: key)
         count("sent")
+        let spec = impairments.spec(for: endpoint)
+        let timestampKey = wantsTransmitTime && spec.delayNs == 0 && spec.jitterNs == 0 && socket.transmitTimestamps
+            ? awaitTransmit(message, to: endpoint) : nil
         guard let delayLine else {
-            if !socket.send(datagram, to: endpoint) { count("send_failed") }
+            if !socket.send(datagram, to: endpoint, timestampKey: timestampKey) { count("send_failed") }
             return
         }
-        impaired(datagram, to: endpoint, via: delayLine)
+        impaired(datagram, to: endpoint, timestampKey: timestampKey, via: delayLine)
     }
 
-    private func impaired(_ datagram: [UInt8], to endpoint: Endpoint, via line: DelayLine) {
+    /// Remembers a clock message until its transmit time comes; returns its timestamp key.
+    private func awaitTransmit(_ message: PeerMessage, to endpoint: Endpoint) -> UInt32 {
+        let now = MonotonicClock.read()
+        return awaitingTransmit.withLock { state in
+            if state.sent.count >= Self.maxAwaitingTransmit {
+                // Times that never came (a failed send): forget the oldest half.
+                let oldest = state.sent.sorted { $0.value.at < $1.value.at }.prefix(Self.maxAwaitingTransmit / 2)
+                for (key, _) in oldest { state.sent[key] = nil }
+            }
+            let key = state.nextKey
+            state.nextKey &+= 1
+            state.sent[key] = (message, endpoint, now)
+            return key
+        }
+    }
+
+    private func impaired(_ datagram: [UInt8], to endpoint: Endpoint, timestampKey: UInt32?, via line: DelayLine) {
         let spec = impairments.spec(for: endpoint)
         let (lose, copies, delays): (Bool, Int, [Int64]) = random.withLock { g in
             let lose = spec.loss > 0 && Double.random(in: 0..<1, using: &g) < spec.loss
@@ -127,7 +173,7 @@ public final class PeerTransport: Sendable {
         let now = MonotonicClock.read()
         for d in delays {
             if d <= 0 {
-                socket.send(datagram, to: endpoint)
+                socket.send(datagram, to: endpoint, timestampKey: timestampKey)
             } else {
                 line.schedule(datagram, to: endpoint, at: now + d)
             }

@@ -14,6 +14,7 @@ extension PeerMessage: Codable {
         switch self {
         case .clockRequest: "clock_request"
         case .clockReply: "clock_reply"
+        case .clockFollowUp: "clock_follow_up"
         case .hello: "hello"
         case .goodbye: "goodbye"
         case .itemRecord: "item_record"
@@ -35,6 +36,8 @@ extension PeerMessage: Codable {
             self = .clockRequest(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1))
         case "clock_reply":
             self = .clockReply(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(Int64.self, forKey: .t2), t3: try c.decode(Int64.self, forKey: .t3))
+        case "clock_follow_up":
+            self = .clockFollowUp(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t3: try c.decode(Int64.self, forKey: .t3))
         case "hello":
             self = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
@@ -71,6 +74,10 @@ extension PeerMessage: Codable {
             try c.encode(exchange, forKey: .exchange)
             try c.encode(t1, forKey: .t1)
             try c.encode(t2, forKey: .t2)
+            try c.encode(t3, forKey: .t3)
+        case .clockFollowUp(let exchange, let t1, let t3):
+            try c.encode(exchange, forKey: .exchange)
+            try c.encode(t1, forKey: .t1)
             try c.encode(t3, forKey: .t3)
         case .hello(let name, let wantsReply):
             try c.encode(name, forKey: .name)

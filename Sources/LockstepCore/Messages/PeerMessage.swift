@@ -6,6 +6,9 @@ public enum PeerMessage: Equatable, Sendable {
     case clockRequest(exchange: UInt32, t1: Int64)
     /// t1 echoed; t2 when the request arrived, t3 when this reply left, on the replier's clock.
     case clockReply(exchange: UInt32, t1: Int64, t2: Int64, t3: Int64)
+    /// Two-step replies: the kernel's transmit time of the reply to `exchange` (whose `t1` it
+    /// echoes), which the reply's own `t3` (stamped before sending) can only approximate.
+    case clockFollowUp(exchange: UInt32, t1: Int64, t3: Int64)
     /// Introduces the sender (its human name); `wantsReply` asks for a hello back.
     case hello(name: String, wantsReply: Bool)
     /// The sender is shutting down.
@@ -33,6 +36,7 @@ public enum PeerMessage: Equatable, Sendable {
         switch self {
         case .clockRequest: 0x01
         case .clockReply: 0x02
+        case .clockFollowUp: 0x05
         case .hello: 0x03
         case .goodbye: 0x04
         case .itemRecord: 0x10

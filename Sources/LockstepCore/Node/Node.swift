@@ -22,6 +22,7 @@ public struct Node: Sendable {
         public var membership = Membership.Configuration()
         public var estimator = ClockEstimator.Configuration()
         public var exchanges = ExchangeScheduler.Configuration()
+        public var transmitStamps = TransmitStamps.Configuration()
         public var mesh = MeshClock.Configuration()
         /// How often direct clock estimates are gossiped to the peers, for closure checks.
         public var clockReportIntervalNs: Int64 = 1 * Nanos.second
@@ -41,11 +42,23 @@ public struct Node: Sendable {
     public struct PeerClock: Sendable {
         public var estimator: ClockEstimator
         public var scheduler: ExchangeScheduler
+        /// Kernel transmit times of this exchange's requests and (from follow-ups) replies.
+        public var stamps: TransmitStamps
         var nextExchange: UInt32 = 0
         /// Where the outstanding exchanges went (a reply from another path is not a sample of this one).
         var sentTo: Endpoint?
         public var lost: UInt64 = 0
         public var rejected: UInt64 = 0
+        /// Samples whose send times were both the kernel's (t1 and, from a follow-up, t3).
+        public var kernelStamped: UInt64 = 0
+        /// Whether the last sample used had both send times from the kernel.
+        public var lastKernelStamped = false
+
+        init(now: Int64, configuration: Configuration) {
+            estimator = ClockEstimator(configuration: configuration.estimator)
+            scheduler = ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now)
+            stamps = TransmitStamps(configuration: configuration.transmitStamps)
+        }
     }
 
     public let identity: Identity
@@ -109,7 +122,12 @@ public struct Node: Sendable {
             // t3 is stamped by the shell at the moment the reply leaves.
             out.append(.send(.clockReply(exchange: exchange, t1: t1, t2: receivedAt, t3: 0), to: source))
         case .clockReply(let exchange, let t1, let t2, let t3):
-            onClockReply(sender, exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), source: source)
+            onClockReply(sender, exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), source: source, now: now)
+        case .clockFollowUp(let exchange, let t1, let t3):
+            guard var c = clocks[sender] else { break }
+            let ready = c.stamps.onFollowUp(exchange: exchange, t1: t1, t3: t3)
+            clocks[sender] = c
+            if let ready { ingest(ready, from: sender) }
         case .hello(let name, let wantsReply):
             helloDue[sender] = nil
             out += apply(membership.onName(sender, name: name), now: now)
@@ -133,13 +151,22 @@ public struct Node: Sendable {
         return out
     }
 
-    private mutating func onClockReply(_ peer: PeerID, exchange: UInt32, sample: ClockSample, source: Endpoint) {
+    private mutating func onClockReply(_ peer: PeerID, exchange: UInt32, sample: ClockSample, source: Endpoint, now: Int64) {
         guard exchange != 0, var c = clocks[peer] else { return }
         guard case .matched = c.scheduler.onReply(exchangeID: UInt64(exchange), atLocal: sample.t4) else { return }
         guard c.sentTo == nil || c.sentTo == source else {
             clocks[peer] = c
             return
         }
+        let ready = c.stamps.onReply(exchange: exchange, sample: sample, now: now)
+        clocks[peer] = c
+        if let ready { ingest(ready, from: peer) }
+    }
+
+    /// A complete sample (its follow-up in, or not coming) goes to the estimator.
+    private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID) {
+        guard var c = clocks[peer] else { return }
+        let sample = ready.sample
         let verdict = c.estimator.onSample(sample)
         c.scheduler.onVerdict(verdict, atLocal: sample.t4)
         switch verdict {
@@ -147,12 +174,29 @@ public struct Node: Sendable {
             c.scheduler.restartBurst(atLocal: sample.t4)
             mesh.removePeer(peer)
         case .accepted:
-            break
+            c.lastKernelStamped = ready.kernelT1 && ready.kernelT3
+            if c.lastKernelStamped { c.kernelStamped += 1 }
         default:
             c.rejected += 1
         }
         if let estimate = c.estimator.estimate(atLocal: sample.t4) { mesh.updateLocal(peer: peer, estimate: estimate) }
         clocks[peer] = c
+    }
+
+    /// The kernel says `message` (a clock request or reply, as sent) left for `destination` at
+    /// `sentAt` (local clock). A request's time replaces its `t1` when the reply comes; a reply's
+    /// goes to the requester in a follow-up.
+    public mutating func onTransmitted(_ message: PeerMessage, to destination: Endpoint, at sentAt: Int64, now: Int64) -> [NodeDirective] {
+        switch message {
+        case .clockRequest(let exchange, let t1) where exchange != 0:
+            guard let peer = clocks.first(where: { $0.value.sentTo == destination })?.key else { return [] }
+            clocks[peer]?.stamps.onRequestTransmitted(exchange: exchange, t1: t1, at: sentAt)
+            return []
+        case .clockReply(let exchange, let t1, _, _) where exchange != 0:
+            return [.send(.clockFollowUp(exchange: exchange, t1: t1, t3: sentAt), to: destination)]
+        default:
+            return []
+        }
     }
 
     // MARK: - Time
@@ -173,6 +217,13 @@ public struct Node: Sendable {
         for peer in membership.reachable {
             guard var c = clocks[peer], let endpoint = membership.endpoint(of: peer) else { continue }
             c.lost += UInt64(c.scheduler.expire(atLocal: now).count)
+            let late = c.stamps.expire(now: now)
+            if !late.isEmpty {
+                clocks[peer] = c
+                for ready in late { ingest(ready, from: peer) }
+                guard let updated = clocks[peer] else { continue }
+                c = updated
+            }
             let estimate = c.estimator.estimate(atLocal: now)
             if c.scheduler.shouldSend(atLocal: now, estimate: estimate) {
                 c.nextExchange = c.nextExchange == .max ? 1 : c.nextExchange + 1
@@ -221,6 +272,7 @@ public struct Node: Sendable {
         next = min(next, helloDue.values.min() ?? .max)
         for (peer, c) in clocks where membership.isReachable(peer) {
             next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
+            next = min(next, c.stamps.nextDeadline ?? .max)
         }
         return max(next, now)
     }
@@ -232,7 +284,7 @@ public struct Node: Sendable {
     public mutating func onLocalClockStep(now: Int64) -> [NodeDirective] {
         membership.rebase(now: now)
         for peer in Array(clocks.keys) {
-            clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
+            clocks[peer] = PeerClock(now: now, configuration: configuration)
             mesh.removePeer(peer)
         }
         replica.rebase(now: now)
@@ -276,7 +328,7 @@ public struct Node: Sendable {
             switch event {
             case .stateChanged(let peer, _, .reachable):
                 if clocks[peer] == nil {
-                    clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
+                    clocks[peer] = PeerClock(now: now, configuration: configuration)
                 }
                 out += askHello(peer, now: now)
                 out += greet(peer)
@@ -288,7 +340,7 @@ public struct Node: Sendable {
                 participants[peer] = nil
                 // A new incarnation may run on a new clock epoch: start the estimate afresh.
                 mesh.removePeer(peer)
-                clocks[peer] = PeerClock(estimator: ClockEstimator(configuration: configuration.estimator), scheduler: ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now))
+                clocks[peer] = PeerClock(now: now, configuration: configuration)
                 out += askHello(peer, now: now)
             case .forgotten(let peer):
                 helloDue[peer] = nil

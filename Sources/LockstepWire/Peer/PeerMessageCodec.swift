@@ -16,6 +16,10 @@ extension PeerMessage {
             w.i64(t1)
             w.i64(t2)
             w.i64(t3)
+        case .clockFollowUp(let exchange, let t1, let t3):
+            w.u32(exchange)
+            w.i64(t1)
+            w.i64(t3)
         case .hello(let name, let wantsReply):
             w.u8(wantsReply ? 1 : 0)
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
@@ -146,6 +150,8 @@ extension PeerMessage {
             message = .clockRequest(exchange: try r.u32("exchange"), t1: try r.i64("t1"))
         case 0x02:
             message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2"), t3: try r.i64("t3"))
+        case 0x05:
+            message = .clockFollowUp(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t3: try r.i64("t3"))
         case 0x03:
             let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)

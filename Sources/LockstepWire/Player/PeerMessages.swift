@@ -98,8 +98,13 @@ public struct ClockInfo: Codable, Sendable, Equatable {
     /// Exchanges lost, samples rejected.
     public var lost: UInt64
     public var rejected: UInt64
+    /// `kernel` when the last sample's send times (t1, and t3 from the peer's follow-up) were
+    /// the kernel's transmit timestamps; `agent` when either was stamped by an agent before sending.
+    public var sendStamps: String
+    /// Samples so far with both send times from the kernel.
+    public var kernelStamped: UInt64
 
-    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64) {
+    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64) {
         self.peerID = peerID
         self.name = name
         self.offsetNs = offsetNs
@@ -117,6 +122,8 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         self.paths = paths
         self.lost = lost
         self.rejected = rejected
+        self.sendStamps = sendStamps
+        self.kernelStamped = kernelStamped
     }
 
     enum CodingKeys: String, CodingKey {
@@ -134,5 +141,7 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         case worstClosureErrorNs = "worst_closure_error_ns"
         case worstClosureToleranceNs = "worst_closure_tolerance_ns"
         case paths, lost, rejected
+        case sendStamps = "send_stamps"
+        case kernelStamped = "kernel_stamped"
     }
 }

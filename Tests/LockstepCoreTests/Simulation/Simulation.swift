@@ -23,6 +23,12 @@ struct Simulation {
         var duplicate: Double = 0
         /// Pairs (a, b), a < b, that cannot talk.
         var cut: Set<[Int]> = []
+        /// Per host: how long after the node's shell stamps a clock request or reply (t1, t3)
+        /// the datagram really leaves (a send path), drawn uniformly; none by default.
+        var sendLatencyNs: [ClosedRange<Int64>] = []
+        /// Whether the shells report when clock datagrams really left (kernel transmit
+        /// timestamps), so that nodes can use them (``Node/onTransmitted(_:to:at:now:)``).
+        var transmitTimestamps = false
     }
 
     enum Event {
@@ -115,6 +121,21 @@ struct Simulation {
             case .clockReply(let ex, let t1, let t2, _): message = .clockReply(exchange: ex, t1: t1, t2: t2, t3: local(i))
             default: break
             }
+            var departure = now
+            let isExchange: Bool
+            switch message {
+            case .clockRequest, .clockReply: isExchange = true
+            default: isExchange = false
+            }
+            if isExchange, i < network.sendLatencyNs.count {
+                departure += Int64.random(in: network.sendLatencyNs[i], using: &rng)
+            }
+            if isExchange, network.transmitTimestamps {
+                let sent = message
+                schedule(departure, .action(i) { sim, i in
+                    sim.execute(i, sim.hosts[i].node.onTransmitted(sent, to: to, at: sim.local(i), now: sim.local(i)))
+                })
+            }
             guard let j = hosts.firstIndex(where: { $0.endpoint == to }) else { continue }
             if network.cut.contains([min(i, j), max(i, j)]) || Double.random(in: 0..<1, using: &rng) < network.loss {
                 dropped += 1
@@ -123,7 +144,7 @@ struct Simulation {
             let copies = Double.random(in: 0..<1, using: &rng) < network.duplicate ? 2 : 1
             for _ in 0..<copies {
                 let delay = network.delayNs + (network.jitterNs > 0 ? Int64.random(in: -network.jitterNs...network.jitterNs, using: &rng) : 0)
-                schedule(now + max(1, delay), .deliver(to: j, from: i, message: message, source: hosts[i].endpoint))
+                schedule(departure + max(1, delay), .deliver(to: j, from: i, message: message, source: hosts[i].endpoint))
                 delivered += 1
             }
         }

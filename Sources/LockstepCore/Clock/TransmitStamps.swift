@@ -1,0 +1,160 @@
+/// Kernel transmit timestamps for one peer's clock exchanges: the two-step scheme of PTP's
+/// follow-up messages (IEEE 1588), applied to both ends of a four-timestamp exchange.
+///
+/// The agent stamps `t1` and `t3` just before it seals and sends a datagram; on this 2-core lab
+/// machine the datagram reaches the device driver 10–45 µs later, and how much later differs
+/// between the two ends, which biases the offset by half the difference. Where the kernel reports
+/// when a datagram really left (Linux software transmit timestamps, `SO_TIMESTAMPING`), both ends
+/// use that instead:
+/// - **`t1`**: the requester learns its request's transmit time soon after sending
+///   (``onRequestTransmitted(exchange:t1:at:)``) and puts it into the sample when the reply comes.
+/// - **`t3`**: the replier learns its reply's transmit time after the reply has gone, so it sends
+///   it in a `clock_follow_up` (§4.x of the peer protocol). A requester whose peer sends
+///   follow-ups holds each reply until its follow-up arrives (``onFollowUp(exchange:t1:t3:)``),
+///   or uses the reply as it is after ``Configuration/followUpWaitNs`` (the follow-up was lost).
+///
+/// A sample with a user-space stamp is never *faster* than one with the kernel's: the user stamp
+/// is earlier than the real transmit time, so it only lengthens its direction's measured delay.
+/// The estimator's minimum-delay filter therefore ignores such samples when kernel-stamped ones
+/// are around, and mixing the two (a lost follow-up, a peer without transmit timestamps) costs
+/// precision, never correctness.
+///
+/// A value type with no I/O; every time is an argument (local clock, ns).
+public struct TransmitStamps: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// How long a reply waits for its follow-up before it is used with its own `t3`.
+        public var followUpWaitNs: Int64
+        /// A kernel transmit time later than the user stamp by more than this is not believed.
+        public var maxSendLatencyNs: Int64
+        /// How many requests' transmit times, held replies and early follow-ups are remembered.
+        public var capacity: Int
+
+        public init(followUpWaitNs: Int64 = 50 * Nanos.millisecond, maxSendLatencyNs: Int64 = 20 * Nanos.millisecond, capacity: Int = 16) {
+            precondition(capacity >= 1 && followUpWaitNs >= 0 && maxSendLatencyNs >= 0)
+            self.followUpWaitNs = followUpWaitNs
+            self.maxSendLatencyNs = maxSendLatencyNs
+            self.capacity = capacity
+        }
+    }
+
+    /// A sample ready for the estimator, and which of its send times are the kernel's.
+    public struct Ready: Sendable, Equatable {
+        public var sample: ClockSample
+        /// `t1` is the kernel's transmit time of the request.
+        public var kernelT1: Bool
+        /// `t3` is the kernel's transmit time of the reply (from a follow-up).
+        public var kernelT3: Bool
+    }
+
+    struct Held: Sendable {
+        var exchange: UInt32
+        /// The request's `t1` as the reply echoed it (the follow-up echoes the same).
+        var wireT1: Int64
+        var ready: Ready
+        var deadline: Int64
+    }
+
+    public let configuration: Configuration
+    /// Requests' kernel transmit times, oldest first.
+    private var requests: [(exchange: UInt32, t1: Int64, sentAt: Int64)] = []
+    /// Replies waiting for their follow-up, oldest first.
+    private var held: [Held] = []
+    /// Follow-ups that overtook their reply, oldest first.
+    private var early: [(exchange: UInt32, t1: Int64, t3: Int64)] = []
+    /// True once the peer has sent a follow-up: its replies are then held for theirs.
+    public private(set) var peerSendsFollowUps = false
+    /// Replies used without their follow-up because it did not come in time.
+    public private(set) var followUpsMissed: UInt64 = 0
+    /// Follow-ups or transmit times that were not believable (earlier than the user stamp, or far later).
+    public private(set) var implausible: UInt64 = 0
+
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+    }
+
+    /// Forgets everything (the peer restarted: a new clock epoch, perhaps a new agent).
+    public mutating func reset() {
+        self = TransmitStamps(configuration: configuration)
+    }
+
+    /// The kernel says request `exchange`, sent with `t1` (the user stamp), left at `sentAt`.
+    public mutating func onRequestTransmitted(exchange: UInt32, t1: Int64, at sentAt: Int64) {
+        guard plausible(user: t1, kernel: sentAt) else {
+            implausible += 1
+            return
+        }
+        if requests.count == configuration.capacity { requests.removeFirst() }
+        requests.append((exchange, t1, sentAt))
+    }
+
+    /// A matched reply arrived, as `sample` (`t1` as echoed, `t4` its kernel receive time). Returns
+    /// the sample to use now, or nil when it is held for its follow-up (then it comes out of
+    /// ``onFollowUp(exchange:t1:t3:)`` or ``expire(now:)``).
+    public mutating func onReply(exchange: UInt32, sample: ClockSample, now: Int64) -> Ready? {
+        let wireT1 = sample.t1
+        var ready = Ready(sample: sample, kernelT1: false, kernelT3: false)
+        if let i = requests.firstIndex(where: { $0.exchange == exchange && $0.t1 == wireT1 }) {
+            ready.sample.t1 = requests[i].sentAt
+            ready.kernelT1 = true
+            requests.remove(at: i)
+        }
+        if let i = early.firstIndex(where: { $0.exchange == exchange && $0.t1 == wireT1 }) {
+            let t3 = early[i].t3
+            early.remove(at: i)
+            return completed(ready, t3: t3)
+        }
+        guard peerSendsFollowUps else { return ready }
+        if held.count == configuration.capacity {
+            followUpsMissed += 1
+            held.removeFirst()
+        }
+        held.append(Held(exchange: exchange, wireT1: wireT1, ready: ready, deadline: now &+ configuration.followUpWaitNs))
+        return nil
+    }
+
+    /// A follow-up from the peer: the reply to `exchange` (echoing `t1`) left at `t3`. Returns the
+    /// completed sample when that reply was held for it.
+    public mutating func onFollowUp(exchange: UInt32, t1: Int64, t3: Int64) -> Ready? {
+        peerSendsFollowUps = true
+        if let i = held.firstIndex(where: { $0.exchange == exchange && $0.wireT1 == t1 }) {
+            let ready = held[i].ready
+            held.remove(at: i)
+            return completed(ready, t3: t3)
+        }
+        // Its reply is still on the way (or was used already, or lost): keep it a while.
+        if early.count == configuration.capacity { early.removeFirst() }
+        early.append((exchange, t1, t3))
+        return nil
+    }
+
+    /// Replies whose follow-up did not arrive by `now`: to be used with their own `t3`.
+    public mutating func expire(now: Int64) -> [Ready] {
+        var out: [Ready] = []
+        while let first = held.first, first.deadline <= now {
+            out.append(first.ready)
+            held.removeFirst()
+            followUpsMissed += 1
+        }
+        return out
+    }
+
+    /// When ``expire(now:)`` next has work.
+    public var nextDeadline: Int64? { held.first?.deadline }
+
+    private mutating func completed(_ ready: Ready, t3: Int64) -> Ready {
+        guard plausible(user: ready.sample.t3, kernel: t3) else {
+            implausible += 1
+            return ready
+        }
+        var ready = ready
+        ready.sample.t3 = t3
+        ready.kernelT3 = true
+        return ready
+    }
+
+    /// The kernel stamps a datagram after the agent does, and soon after.
+    private func plausible(user: Int64, kernel: Int64) -> Bool {
+        let latency = kernel.subtractingReportingOverflow(user)
+        return !latency.overflow && latency.partialValue >= 0 && latency.partialValue <= configuration.maxSendLatencyNs
+    }
+}
