@@ -63,9 +63,13 @@ struct ClockBench: AsyncParsableCommand {
                     raw.figures(into: &report.figures, prefix: "chrony_raw_\(name)")
                 }
                 c.figures(into: &report.figures, prefix: "chrony_\(name)")
+                // Like for like: the same 12 pairs, the same links, the same seconds.
                 let ratio = result.lockstep.errors.percentile(99) / c.errors.percentile(99)
                 report.figures["clean_p99_ratio_lockstep_over_chrony"] = ratio
                 report.goal("clean link: no worse than chrony (p99)", target: "ratio <= 1", measured: fmt(ratio, 2), met: ratio <= 1)
+                let median = result.lockstep.errors.median / c.errors.median
+                report.figures["clean_p50_ratio_lockstep_over_chrony"] = median
+                report.goal("clean link: no worse than chrony (p50)", target: "ratio <= 1", measured: fmt(median, 2), met: median <= 1)
                 report.notes.append(result.chronyConfiguration)
             }
             if let restart = result.restart {
@@ -146,6 +150,13 @@ struct ClockBench: AsyncParsableCommand {
         var closures: [Double] = []
         var usableTimes: [Double] = []
         var convergedTimes: [Double] = []
+
+        mutating func add(error: Double, bound: Double, closure: Double?) {
+            errors.append(error)
+            bounds.append(bound)
+            if error <= bound { covered += 1 }
+            if let closure { closures.append(closure) }
+        }
     }
 
     struct Summary {
@@ -211,7 +222,7 @@ struct ClockBench: AsyncParsableCommand {
             try lab.startAgent(h, flags: ["--test-hooks", "--sim-clock-offset", String(offset), "--sim-clock-skew", String(scenario.skews[h - 1])] + scenario.flags(h, addresses), wait: false)
         }
         var chronyConfig = ""
-        if chrony { chronyConfig = try startChrony(lab, server: 1, client: 2, serverAddress: addresses[1]!) }
+        if chrony { chronyConfig = try startChrony(lab, addresses: addresses) }
         let start = Date()
         for h in 1...hosts { try startAgent(h, offset: scenario.offsets[h - 1]) }
         for h in 1...hosts { try lab.waitForSocket(h) }
@@ -243,10 +254,7 @@ struct ClockBench: AsyncParsableCommand {
                     if usable[key] == nil, p.errorBoundNs < 1_000_000, error < 1_000_000 { usable[key] = t }
                     history[key, default: []].append((t, error))
                     if count {
-                        series.errors.append(error)
-                        series.bounds.append(p.errorBoundNs)
-                        if error <= p.errorBoundNs { series.covered += 1 }
-                        if let c = p.closureErrorNs { series.closures.append(c) }
+                        series.add(error: error, bound: p.errorBoundNs, closure: p.closureErrorNs)
                     }
                 }
             }
@@ -272,7 +280,7 @@ struct ClockBench: AsyncParsableCommand {
         var outcome = Outcome(lockstep: Summary(series))
 
         if chrony {
-            (outcome.chrony, outcome.chronyRaw) = try chronySummary(lab, client: 2, from: measureStart)
+            (outcome.chrony, outcome.chronyRaw) = try chronySummary(lab, from: measureStart)
             outcome.chronyConfiguration = chronyConfig
         }
 
@@ -298,76 +306,67 @@ struct ClockBench: AsyncParsableCommand {
 
     // MARK: - chrony
 
-    /// chronyd 4.3 as an NTP server in one lab host and a client in another, both `-x` (never
-    /// touch the system clock) with everything under the lab's host directories. The client's
-    /// source is `noselect`: chronyd measures and regresses it (sourcestats) but never corrects
-    /// even its own virtual clock, so its estimates stay relative to the shared kernel clock,
-    /// whose true offset is 0.
-    func startChrony(_ lab: Lab, server: Int, client: Int, serverAddress: String) throws -> String {
-        let s = lab.hostDirectory(server) + "/chrony", c = lab.hostDirectory(client) + "/chrony"
-        for d in [s, c] { try FileManager.default.createDirectory(atPath: d + "/log", withIntermediateDirectories: true) }
-        let serverConf = """
-            # chronyd server (lab host h\(server)): serves its own clock, never changes it (-x)
-            local stratum 1
-            allow all
-            port 123
-            cmdport 0
-            bindcmdaddress \(s)/chronyd.sock
-            pidfile \(s)/chronyd.pid
-            driftfile \(s)/drift
-            """
-        let clientConf = """
-            # chronyd client (lab host h\(client)): measures the server, never changes the clock (-x)
-            server \(serverAddress) iburst minpoll -4 maxpoll -4 noselect
-            port 0
-            cmdport 0
-            bindcmdaddress \(c)/chronyd.sock
-            pidfile \(c)/chronyd.pid
-            driftfile \(c)/drift
-            logdir \(c)/log
-            log measurements statistics
-            """
-        try serverConf.write(toFile: s + "/chrony.conf", atomically: true, encoding: .utf8)
-        try clientConf.write(toFile: c + "/chrony.conf", atomically: true, encoding: .utf8)
-        try lab.spawn(server, "chronyd", ["chronyd", "-d", "-x", "-u", "root", "-f", s + "/chrony.conf"])
-        try lab.spawn(client, "chronyd", ["chronyd", "-d", "-x", "-u", "root", "-f", c + "/chrony.conf"])
-        return "chrony: `chronyd -d -x -u root -f CONF` in h\(server) (`local stratum 1`, `allow all`, `port 123`) and in h\(client) "
-            + "(`server H1 iburst minpoll -4 maxpoll -4 noselect`, `port 0`, `log measurements statistics`, logdir/pidfile/driftfile/command socket under the lab's host directory); "
+    /// chronyd 4.3 in every lab host, each an NTP server (`local stratum 1`) and a client of every
+    /// other host, so that chrony measures the same 12 directed pairs as the agents, on the same
+    /// links, in the same seconds. All run `-x` (never touch the system clock) with everything
+    /// under the lab's host directories. Sources are `noselect`: chronyd measures and regresses
+    /// them (sourcestats) but never corrects even its own virtual clock, so its estimates stay
+    /// relative to the shared kernel clock, whose true offset is 0.
+    func startChrony(_ lab: Lab, addresses: [Int: String]) throws -> String {
+        for h in 1...hosts {
+            let d = lab.hostDirectory(h) + "/chrony"
+            try FileManager.default.createDirectory(atPath: d + "/log", withIntermediateDirectories: true)
+            let sources = (1...hosts).filter { $0 != h }.map { "server \(addresses[$0]!) iburst minpoll -4 maxpoll -4 noselect" }
+            let conf = """
+                # chronyd in lab host h\(h): serves its own clock and measures every other host; never changes the clock (-x)
+                local stratum 1
+                allow all
+                port 123
+                \(sources.joined(separator: "\n"))
+                cmdport 0
+                bindcmdaddress \(d)/chronyd.sock
+                pidfile \(d)/chronyd.pid
+                driftfile \(d)/drift
+                logdir \(d)/log
+                log measurements statistics
+                """
+            try conf.write(toFile: d + "/chrony.conf", atomically: true, encoding: .utf8)
+            try lab.spawn(h, "chronyd", ["chronyd", "-d", "-x", "-u", "root", "-f", d + "/chrony.conf"])
+        }
+        return "chrony: `chronyd -d -x -u root -f CONF` in every host (`local stratum 1`, `allow all`, `port 123`, and `server HOST iburst minpoll -4 maxpoll -4 noselect` for every other host, "
+            + "`log measurements statistics`, logdir/pidfile/driftfile/command socket under the lab's host directory): the same 12 directed pairs as the agents; "
             + "error = |Est offset| from statistics.log (chrony's regression estimate after each sample, truth 0); bound = 4.5 x its Offset sd, for comparison only; "
             + "chrony-raw: each exchange's |Offset| from measurements.log, bound = half its peer delay"
     }
 
-    /// chrony's estimates since `from` (its log lines carry UTC wall time): its regression's
-    /// `Est offset` (statistics.log), and each exchange's raw `Offset` (measurements.log).
-    func chronySummary(_ lab: Lab, client: Int, from: Date) throws -> (Summary, Summary) {
-        let dir = lab.hostDirectory(client) + "/chrony/log"
-        let stats = (try? String(contentsOfFile: dir + "/statistics.log", encoding: .utf8)) ?? ""
-        let measurements = (try? String(contentsOfFile: dir + "/measurements.log", encoding: .utf8)) ?? ""
+    /// chrony's estimates since `from` over every host's sources (its log lines carry UTC wall
+    /// time): its regression's `Est offset` (statistics.log), and each exchange's raw `Offset`
+    /// (measurements.log).
+    func chronySummary(_ lab: Lab, from: Date) throws -> (Summary, Summary) {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
         var series = Series()
-        for line in stats.split(separator: "\n") {
-            let f = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard f.count >= 6, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
-                  let offset = Double(f[4]), let sd = Double(f[5]) else { continue }
-            let error = offset.magnitude * 1e9
-            let bound = 4.5 * sd * 1e9
-            series.errors.append(error)
-            series.bounds.append(bound)
-            if error <= bound { series.covered += 1 }
-        }
         var raw = Series()
-        for line in measurements.split(separator: "\n") {
-            // Date Time IP L St 123 567 ABCD LP RP Score Offset Peer-delay ...
-            let f = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard f.count >= 13, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
-                  let offset = Double(f[11]), let delay = Double(f[12]) else { continue }
-            raw.errors.append(offset.magnitude * 1e9)
-            // The bracket any two-way exchange gives: half its round trip.
-            raw.bounds.append(delay / 2 * 1e9)
-            if offset.magnitude <= delay / 2 { raw.covered += 1 }
+        for h in 1...hosts {
+            let dir = lab.hostDirectory(h) + "/chrony/log"
+            let stats = (try? String(contentsOfFile: dir + "/statistics.log", encoding: .utf8)) ?? ""
+            let measurements = (try? String(contentsOfFile: dir + "/measurements.log", encoding: .utf8)) ?? ""
+            for line in stats.split(separator: "\n") {
+                let f = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard f.count >= 6, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
+                      let offset = Double(f[4]), let sd = Double(f[5]) else { continue }
+                series.add(error: offset.magnitude * 1e9, bound: 4.5 * sd * 1e9, closure: nil)
+            }
+            for line in measurements.split(separator: "\n") {
+                // Date Time IP L St 123 567 ABCD LP RP Score Offset Peer-delay ...
+                let f = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard f.count >= 13, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
+                      let offset = Double(f[11]), let delay = Double(f[12]) else { continue }
+                // The bracket any two-way exchange gives: half its round trip.
+                raw.add(error: offset.magnitude * 1e9, bound: delay / 2 * 1e9, closure: nil)
+            }
         }
         return (Summary(series), Summary(raw))
     }

@@ -474,6 +474,21 @@ public struct ClockEstimator: Sendable {
             let so = scale(residual: { a($0) - slope * x($0) - alpha }) / lo
             let sb = scale(residual: { r($0) + slope * x($0) - rho }) / lb
             sigmaSlope = max(sigmaSlope, ((so * so + sb * sb) / 2).squareRoot())
+            // A second view of the skew: least squares through the offsets of the faster half
+            // of the window (chrony's regression, with the slower half left out instead of
+            // weighted down). Where delays vary little (a quiet LAN) it is several times more
+            // precise than edges resting on a few samples; under heavy jitter it is far less.
+            // The two are combined by their variances, so each link gets the better one; but
+            // where they disagree (path delays drifting over the window bias both, differently),
+            // the skew is no better known than their disagreement says.
+            if let ls = leastSquaresSlope(x: x, a: a, r: r), sigmaSlope > 0 {
+                let wh = 1 / (sigmaSlope * sigmaSlope), wl = 1 / (ls.sigma * ls.sigma)
+                // (A quarter: the bound multiplies the skew's scale by z·k = 9, and the truth is
+                // rarely beyond the two.)
+                let disagreement = (slope - ls.slope).magnitude / 4
+                slope = min(max((wh * slope + wl * ls.slope) / (wh + wl), -maxSkew), maxSkew)
+                sigmaSlope = max((1 / (wh + wl)).squareRoot(), disagreement)
+            }
             // A short or noisy window says little about the skew: shrink it towards zero with
             // the prior (a Gaussian prior of ``Configuration/skewPriorPPM``), as a ridge would.
             let prior = configuration.skewPriorPPM * 1e-6
@@ -531,6 +546,66 @@ public struct ClockEstimator: Sendable {
             count: n,
             statistical: n >= configuration.minStatisticalSamples
         )
+    }
+
+    /// The least-squares slope of the offsets `(a − r)/2` against `x` over the samples whose round
+    /// trip is at most the window's median, and its standard error (inflated by
+    /// ``lsSigmaInflation``: neighbouring samples' errors are not independent); nil with fewer than
+    /// 8 such samples or no spread in time. Allocation-free (the reserved scratch buffer).
+    private mutating func leastSquaresSlope(x: (Entry) -> Double, a: (Entry) -> Double, r: (Entry) -> Double) -> (slope: Double, sigma: Double)? {
+        let n = sorted.count
+        guard n >= 8 else { return nil }
+        residuals.removeAll(keepingCapacity: true)
+        for e in sorted { residuals.append(Double(e.delay)) }
+        let median = Self.select(&residuals, k: (n - 1) / 2)
+        var count = 0.0, sx = 0.0, sy = 0.0
+        for e in sorted where Double(e.delay) <= median {
+            count += 1
+            sx += x(e)
+            sy += (a(e) - r(e)) / 2
+        }
+        guard count >= 8 else { return nil }
+        let mx = sx / count, my = sy / count
+        var sxx = 0.0, sxy = 0.0
+        for e in sorted where Double(e.delay) <= median {
+            let dx = x(e) - mx
+            sxx += dx * dx
+            sxy += dx * ((a(e) - r(e)) / 2 - my)
+        }
+        guard sxx > 0 else { return nil }
+        let slope = sxy / sxx
+        var sse = 0.0
+        for e in sorted where Double(e.delay) <= median {
+            let d = (a(e) - r(e)) / 2 - my - slope * (x(e) - mx)
+            sse += d * d
+        }
+        let variance = max(sse / (count - 2), configuration.noiseFloorNs * configuration.noiseFloorNs)
+        return (slope, Self.lsSigmaInflation * (variance / sxx).squareRoot())
+    }
+
+    /// Margin on the least-squares slope's standard error: path delays drift (queues and
+    /// scheduling change over seconds), so residuals of neighbouring samples are correlated and
+    /// the textbook error is optimistic.
+    static let lsSigmaInflation = 2.0
+
+    /// The `k`-th smallest value (0-based) of `values`, which it reorders (quickselect).
+    private static func select(_ values: inout ContiguousArray<Double>, k: Int) -> Double {
+        var lo = 0, hi = values.count - 1
+        while lo < hi {
+            let pivot = values[(lo + hi) / 2]
+            var i = lo, j = hi
+            while i <= j {
+                while values[i] < pivot { i += 1 }
+                while values[j] > pivot { j -= 1 }
+                if i <= j {
+                    values.swapAt(i, j)
+                    i += 1
+                    j -= 1
+                }
+            }
+            if k <= j { hi = j } else if k >= i { lo = i } else { return values[k] }
+        }
+        return values[k]
     }
 
     /// How far above an envelope its third-best sample sits: the envelope rests on one or two

@@ -47,8 +47,8 @@ public struct ExchangeScheduler: Sendable {
             burstIntervalNs: Int64 = 25 * Nanos.millisecond,
             burstDurationNs: Int64 = 1_500 * Nanos.millisecond,
             minIntervalNs: Int64 = 100 * Nanos.millisecond,
-            maxIntervalNs: Int64 = 500 * Nanos.millisecond,
-            targetBoundNs: Double = 20_000,
+            maxIntervalNs: Int64 = 250 * Nanos.millisecond,
+            targetBoundNs: Double = 5_000,
             lossFactor: Double = 4,
             exchangeTimeoutNs: Int64 = 1 * Nanos.second,
             maxOutstanding: Int = 16

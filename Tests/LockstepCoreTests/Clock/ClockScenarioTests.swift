@@ -234,6 +234,16 @@ struct ClockScenarioTests {
         }
     }
 
+    @Test("013 a lab bridge whose directions drift in and out of a fast regime, each on its own: p99 within 20 µs, bound honest and tight")
+    func driftingRegimes() {
+        let link = LinkModel(forward: .labBridge(phaseNs: 0), backward: .labBridge(phaseNs: 7 * Nanos.second))
+        let stats = ClockScenario(name: "013-lab-bridge", link: link, local: .slowFar, peer: .fastFar).pooled(seeds: 1...4)
+        #expect(stats.p99 <= 20_000)
+        #expect(stats.coverage >= 0.99)
+        #expect(stats.tightness(floorNs: tightnessFloorNs) <= 3)
+        #expect(stats.hardCoverage == 1)
+    }
+
     @Test("012 the checks can fail: a truth off by 1 ms fails every figure")
     func checksCanFail() {
         let (r, _) = ClockScenario(name: "012-wrong-truth", link: vethLink, truthBiasNs: 1_000_000).run()

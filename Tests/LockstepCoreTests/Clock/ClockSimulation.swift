@@ -36,6 +36,11 @@ struct LegModel: Sendable {
         case exponential(meanNs: Double)
         /// The sum of two exponentials, each with mean `meanNs / 2` (two queues in a row).
         case twoStage(meanNs: Double)
+        /// A path that drifts in and out of a fast regime, as the lab's bridge does: a packet is
+        /// fast (exponential, mean `fastMeanNs`) with a probability that alternates between
+        /// `fastShare.high` and `fastShare.low` every `periodNs` (starting at `phaseNs`), and
+        /// otherwise slow (`slowExtraNs` plus an exponential of mean `slowMeanNs`).
+        case regimes(fastMeanNs: Double, slowExtraNs: Double, slowMeanNs: Double, fastShare: (high: Double, low: Double), periodNs: Int64, phaseNs: Int64)
     }
 
     var baseNs: Int64
@@ -51,8 +56,15 @@ struct LegModel: Sendable {
     /// One leg of netem `delay 5ms 1ms distribution uniform`: 4–6 ms.
     static let netemJitter = LegModel(baseNs: 4_000_000, jitter: .uniform(widthNs: 2_000_000))
 
-    /// A random one-way delay, or nil if the packet is lost.
-    func draw(_ rng: inout SeededRandom) -> Int64? {
+    /// A bridge between lab namespaces, as measured with kernel timestamps on these machines:
+    /// 4 µs at best; fast packets (+1.5 µs) come in episodes, most take 10–30 µs. `phaseNs`
+    /// sets where a direction's episodes fall (each direction has its own).
+    static func labBridge(phaseNs: Int64) -> LegModel {
+        LegModel(baseNs: 4_000, jitter: .regimes(fastMeanNs: 1_500, slowExtraNs: 5_000, slowMeanNs: 8_000, fastShare: (0.3, 0.02), periodNs: 20 * Nanos.second, phaseNs: phaseNs))
+    }
+
+    /// A random one-way delay for a packet sent at true time `t`, or nil if the packet is lost.
+    func draw(_ rng: inout SeededRandom, at t: Int64 = 0) -> Int64? {
         if rng.chance(loss) { return nil }
         var d = Double(baseNs)
         switch jitter {
@@ -60,6 +72,13 @@ struct LegModel: Sendable {
         case .uniform(let width): d += rng.unit() * width
         case .exponential(let mean): d += -mean * log1p(-rng.unit())
         case .twoStage(let mean): d += -mean / 2 * (log1p(-rng.unit()) + log1p(-rng.unit()))
+        case .regimes(let fast, let slowExtra, let slow, let share, let period, let phase):
+            let high = ((t &+ phase) / period) % 2 == 0
+            if rng.chance(high ? share.high : share.low) {
+                d += -fast * log1p(-rng.unit())
+            } else {
+                d += slowExtra - slow * log1p(-rng.unit())
+            }
         }
         if rng.chance(spikeProbability) {
             d += spikeRangeNs.lowerBound + rng.unit() * (spikeRangeNs.upperBound - spikeRangeNs.lowerBound)
@@ -276,7 +295,7 @@ struct ClockNetwork {
                 let id = agent.nextID
                 agent.nextID += 1
                 agent.scheduler.onSent(exchangeID: id, atLocal: t)
-                if let d = legs[a][b].draw(&rng) {
+                if let d = legs[a][b].draw(&rng, at: now) {
                     queue.push(at: now + d, .requestArrives(from: a, to: b, id: id, t1: t))
                 }
             }
@@ -289,7 +308,7 @@ struct ClockNetwork {
             let t2 = local(b, atHost: now)
             let turnaround = Int64(turnaroundNs.lowerBound + rng.unit() * (turnaroundNs.upperBound - turnaroundNs.lowerBound))
             let t3 = local(b, atHost: now + turnaround)
-            if let d = legs[b][a].draw(&rng) {
+            if let d = legs[b][a].draw(&rng, at: now + turnaround) {
                 queue.push(at: now + turnaround + d, .replyArrives(from: a, to: b, id: id, t1: t1, t2: t2, t3: t3))
             }
 

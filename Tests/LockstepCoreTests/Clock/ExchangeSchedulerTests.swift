@@ -25,13 +25,13 @@ struct ExchangeSchedulerTests {
         #expect(!s.isBursting(atLocal: start + 1_500 * Self.ms))
     }
 
-    @Test("after the burst the rate follows the bound: 10/s when wide, 2/s when tight")
+    @Test("after the burst the rate follows the bound: 10/s when wide, 4/s when tight")
     func adaptiveRate() {
         let s = scheduler()
         let t = start + 10 * Nanos.second
         #expect(s.interval(atLocal: t, estimate: estimate(bound: 500_000, at: t)) == 100 * Self.ms)
-        #expect(s.interval(atLocal: t, estimate: estimate(bound: 2_000, at: t)) == 500 * Self.ms)
-        #expect(s.interval(atLocal: t, estimate: estimate(bound: 40_000, at: t)) == 250 * Self.ms)
+        #expect(s.interval(atLocal: t, estimate: estimate(bound: 2_000, at: t)) == 250 * Self.ms)
+        #expect(s.interval(atLocal: t, estimate: estimate(bound: 10_000, at: t)) == 125 * Self.ms)
         #expect(s.interval(atLocal: t, estimate: nil) == 25 * Self.ms)
     }
 
@@ -77,11 +77,11 @@ struct ExchangeSchedulerTests {
         let t = start + 10 * Nanos.second
         let tight = estimate(bound: 2_000, at: t)
         s.onSent(exchangeID: 1, atLocal: t)
-        #expect(s.nextSendTime(atLocal: t, estimate: tight) == t + 500 * Self.ms)
+        #expect(s.nextSendTime(atLocal: t, estimate: tight) == t + 250 * Self.ms)
         s.onVerdict(.rejectedOutlier(residualNs: 5e6), atLocal: t + Self.ms)
         #expect(s.nextSendTime(atLocal: t + Self.ms, estimate: tight) == t + 26 * Self.ms)
         s.onSent(exchangeID: 2, atLocal: t + 26 * Self.ms)
-        #expect(s.nextSendTime(atLocal: t + 26 * Self.ms, estimate: tight) == t + 526 * Self.ms)
+        #expect(s.nextSendTime(atLocal: t + 26 * Self.ms, estimate: tight) == t + 276 * Self.ms)
         s.onVerdict(.clockStepped(byNs: 5e6), atLocal: t + 30 * Self.ms)
         #expect(s.isBursting(atLocal: t + 30 * Self.ms))
         #expect(s.shouldSend(atLocal: t + 30 * Self.ms, estimate: tight))
