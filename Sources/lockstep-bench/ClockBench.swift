@@ -128,9 +128,11 @@ struct ClockBench: AsyncParsableCommand {
             case "loss":
                 return Scenario(description: "10 % loss and 1 ms +- 0.5 ms", offsets: offsets, skews: skews) { _, _ in ["--impair", "delay=1ms,jitter=500us,loss=10%"] }
             case "asym":
-                // h1 sends everything 5 ms late; the others send to h1 2 ms late: 3 ms asymmetry.
-                return Scenario(description: "h1 -> others 5 ms, others -> h1 2 ms", offsets: offsets, skews: skews) { h, addresses in
-                    h == 1 ? ["--impair", "delay=5ms"] : ["--impair-to", "\(addresses[1]!)=delay=2ms"]
+                // h1 sends everything 5 ms late, the others 2 ms late: the pairs with h1 see a 3 ms
+                // asymmetry, the others none. (Not `--impair-to`: peers found by DNS-SD may talk to
+                // h1 over IPv6 link-local, which an IPv4 address would not match.)
+                return Scenario(description: "h1 sends 5 ms late, the others 2 ms late", offsets: offsets, skews: skews) { h, _ in
+                    ["--impair", h == 1 ? "delay=5ms" : "delay=2ms"]
                 }
             case "skew":
                 let big: [Double] = (1...n).map { skew($0, cap: 500, base: 100, step: 150) }

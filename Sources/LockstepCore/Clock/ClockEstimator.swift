@@ -24,7 +24,12 @@
 /// direction, the lower convex hull's edge above the window's mean time is the line that
 /// minimises the summed distance to all points from below; the two directions see the skew with
 /// opposite signs, and the estimate is the average of the two edges' slopes. The offset is then
-/// half the difference of the two envelopes at that slope. A skew measured over a short or noisy
+/// half the difference of the two envelopes at that slope. The edges rest on a few samples each:
+/// where delays vary little (a quiet LAN, kernel timestamps) least squares through the offsets of
+/// the window's faster half, as chrony's regression, knows the skew several times better, while
+/// under heavy jitter it knows it far worse. The two slopes are combined by their variances, and
+/// the skew's scale is at least a quarter of their disagreement (path delays that drift over the
+/// window bias both, differently). A skew measured over a short or noisy
 /// window is shrunk towards zero by a prior (``Configuration/skewPriorPPM``), as a ridge
 /// regression would; one sample gives zero skew. Between exchanges the line is extrapolated.
 /// The window holds the last ``Configuration/capacity`` samples, none older than
@@ -58,15 +63,16 @@
 /// changed). Such samples could not be on an envelope anyway, except one direction's.
 ///
 /// Cost: `onSample` is `O(n)` with `n` ≤ capacity (a sort of nearly sorted data, six hull passes,
-/// a few scans: ~45 µs at n = 512 in release) and allocates nothing after `init`;
+/// a selection and a few scans: 65–80 µs at n = 512 in release, `tools/bench estimator`) and allocates nothing after `init`;
 /// ``estimate(atLocal:)`` is `O(1)`.
 ///
 /// The simulations these figures come from are in `Tests/LockstepCoreTests/Clock/` (numbered
 /// scenarios, as chrony's `test/simulation`).
 ///
 /// Departures from NTP/chrony: no clock discipline (nothing is corrected, only estimated);
-/// per-direction minimum filtering instead of a joint-delay filter; a fit under the points instead
-/// of weighted least squares through them; no runs test to size the window (fixed size and age).
+/// per-direction minimum filtering instead of a joint-delay filter; offsets from a fit under the
+/// points instead of weighted least squares through them (least squares only helps with the
+/// skew); no runs test to size the window (fixed size and age).
 public struct ClockEstimator: Sendable {
     /// Tuning. The defaults suit a LAN and a 2–40 Hz exchange rate (``ExchangeScheduler``).
     public struct Configuration: Sendable, Equatable {
