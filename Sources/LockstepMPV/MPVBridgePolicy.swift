@@ -130,7 +130,9 @@ public struct MPVBridgePolicy: Sendable {
     private var pendingStart: Int64?
     /// Pause at this host time (and seek exactly there, unless mpv is there already);
     /// `refined`: the instant has been moved to when mpv's position reaches the group's.
-    private var pendingHold: (at: Int64, position: Int64, refined: Bool)?
+    /// The group's pause: its instant and position, whether the instant was refined to when this
+    /// mpv gets there, and when to look at it next.
+    private var pendingHold: (at: Int64, position: Int64, refined: Bool, due: Int64)?
     /// When mpv last paused or resumed: readings from before say nothing about now.
     private var lastPauseChange: Int64 = .min
     /// Back to the group's rate at this host time.
@@ -163,7 +165,7 @@ public struct MPVBridgePolicy: Sendable {
 
     /// When ``handle(_:now:)`` must next be called with ``Input/tick`` (a host time), if ever.
     public var nextDeadline: Int64? {
-        [pendingStart, pendingHold?.at, speedRestore].compactMap { $0 }.min()
+        [pendingStart, pendingHold?.due, speedRestore].compactMap { $0 }.min()
     }
 
     /// The item identifier for a loaded file.
@@ -285,17 +287,24 @@ public struct MPVBridgePolicy: Sendable {
             reportFrom = max(reportFrom, now + 100 * Nanos.millisecond)
             out.append(.setPause(false))
         }
+        if let h = pendingHold, now >= h.due, !h.refined, paused == false, usableReading(now: now) == nil,
+           now < h.at + configuration.pauseLateByAtMostNs {
+            // mpv plays (resumed after its user's own pause, say) but has not said where since:
+            // wait a little for its next reading rather than pause and seek now (paused after a
+            // seek, mpv misreports its position for a while).
+            pendingHold?.due = min(now + Self.readingWaitNs, h.at + configuration.pauseLateByAtMostNs)
+        }
         if let h = pendingHold, now >= h.at, !h.refined, let reaches = instant(of: h.position, now: now), reaches > now,
            reaches - h.at <= configuration.pauseLateByAtMostNs {
             // mpv is a little behind the group (it lost time, say, to the user's own pause):
             // pausing when it gets there leaves it exactly at the group's position, no seek.
-            pendingHold = (reaches, h.position, true)
+            pendingHold = (h.at, h.position, true, reaches)
         }
-        if let h = pendingHold, now >= h.at {
+        if let h = pendingHold, now >= h.due {
             pendingHold = nil
             let wasPlaying = paused == false
             if wasPlaying { out.append(.setPause(true)) }
-            if !wasPlaying || !onTimeline(h.position, at: h.at, now: now, within: configuration.pauseWithoutSeekWithinNs) {
+            if !wasPlaying || !onTimeline(h.position, at: h.due, now: now, within: configuration.pauseWithoutSeekWithinNs) {
                 out.append(ownSeek(h.position, now: now))
             }
         }
@@ -336,6 +345,10 @@ public struct MPVBridgePolicy: Sendable {
     }
 
     /// The host time at which mpv, playing, reaches `position`, by its last position reading.
+    /// How often a due pause looks again for a position reading it waits for (readings come
+    /// ten times a second).
+    static let readingWaitNs: Int64 = 25 * Nanos.millisecond
+
     private func instant(of position: Int64, now: Int64) -> Int64? {
         guard let r = usableReading(now: now), let s = speed, s > 0 else { return nil }
         return r.at + Int64((Double(position - r.position) / s).rounded())
@@ -351,7 +364,7 @@ public struct MPVBridgePolicy: Sendable {
     private mutating func hold(position: Int64, at: Int64, now: Int64) -> [Action] {
         wish = .paused
         pendingStart = nil
-        pendingHold = (at, position, false)
+        pendingHold = (at, position, false, at)
         return []
     }
 

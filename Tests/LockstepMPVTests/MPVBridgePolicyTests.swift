@@ -121,6 +121,7 @@ struct MPVBridgePolicyTests {
     @Test("another peer's pause: mpv plays on until the instant, then pauses and seeks exactly; the OSD names the peer")
     func remotePause() {
         var p = playing()
+        _ = p.handle(.position(11_930 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)  // 30 ms ahead
         #expect(p.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause"), now: 2_900 * Self.ms) == [.showText("kitchen paused")])
         #expect(p.handle(.tick, now: 3 * Nanos.second) == [.setPause(true), .seek(positionNs: 12 * Nanos.second)])
         #expect(p.handle(.pause(true), now: 3_001 * Self.ms) == [])
@@ -250,6 +251,27 @@ struct MPVBridgePolicyTests {
         _ = r.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
         #expect(r.handle(.tick, now: 3 * Nanos.second) == [])
         #expect(r.handle(.tick, now: 3_010 * Self.ms) == [.setPause(true)])
+    }
+
+    @Test("the user's pause, and no reading since mpv resumed by the group's instant: it waits for one and pauses where the group paused, without a seek; with none within 100 ms, it pauses and seeks")
+    func groupPauseWaitsForAReading() {
+        var p = playing()
+        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: "pause")), .setPause(false)])
+        _ = p.handle(timeline("paused", position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: "pause", local: true), now: 3_002 * Self.ms)
+        _ = p.handle(.pause(false), now: 3_060 * Self.ms)  // mpv took 60 ms to resume
+        #expect(p.handle(.tick, now: 3_130 * Self.ms) == [])
+        #expect(p.nextDeadline == 3_155 * Self.ms)
+        // The reading: 12.08 s at 3.14 s, so it reaches 12.13 s at 3.19 s (60 ms late).
+        #expect(p.handle(.position(12_080 * Self.ms, at: 3_140 * Self.ms), now: 3_141 * Self.ms).contains(.setPause(true)) == false)
+        #expect(p.nextDeadline == 3_190 * Self.ms)
+        #expect(p.handle(.tick, now: 3_190 * Self.ms) == [.setPause(true)])
+
+        var q = playing()
+        _ = q.handle(.pause(true), now: 3 * Nanos.second)
+        _ = q.handle(timeline("paused", position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: "pause", local: true), now: 3_002 * Self.ms)
+        _ = q.handle(.pause(false), now: 3_060 * Self.ms)
+        for t in stride(from: Int64(3_130), to: 3_230, by: 25) { #expect(q.handle(.tick, now: t * Self.ms) == []) }
+        #expect(q.handle(.tick, now: 3_230 * Self.ms) == [.setPause(true), .seek(positionNs: 12_130 * Self.ms)])
     }
 
     @Test("the group's pause arriving before mpv reports the bridge's undoing of the user's pause: that report is not a play")

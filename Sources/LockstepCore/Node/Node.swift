@@ -42,7 +42,7 @@ public struct Node: Sendable {
     public struct PeerClock: Sendable {
         public var estimator: ClockEstimator
         public var scheduler: ExchangeScheduler
-        /// Kernel transmit times of this exchange's requests and (from follow-ups) replies.
+        /// Kernel transmit times of this peer's exchanges: our requests', and its replies' (follow-ups).
         public var stamps: TransmitStamps
         var nextExchange: UInt32 = 0
         /// Where the outstanding exchanges went (a reply from another path is not a sample of this one).
