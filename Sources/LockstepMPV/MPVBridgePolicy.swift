@@ -42,9 +42,10 @@ public struct MPVBridgePolicy: Sendable {
         /// A playing mpv that would be within this of a new playing timeline keeps playing.
         public var keepPlayingWithinNs: Int64 = 15 * Nanos.millisecond
         /// A playing mpv paused at the group's pause instant is not sought if it was on the
-        /// timeline to within this: pausing is precise, and a seek makes mpv misreport a paused
-        /// position for a while.
-        public var pauseWithoutSeekWithinNs: Int64 = 2 * Nanos.millisecond
+        /// timeline to within this: a seek makes a paused mpv misreport its position (and show a
+        /// wrong time) for a while, the next start seeks exactly anyway, and a reading taken
+        /// during a rate correction is off by a few ms (mpv's audio buffer times the change).
+        public var pauseWithoutSeekWithinNs: Int64 = 10 * Nanos.millisecond
         /// A playing mpv behind the group's pause position by up to this long is paused when it
         /// gets there rather than at the group's instant, and needs no seek.
         public var pauseLateByAtMostNs: Int64 = 100 * Nanos.millisecond
@@ -344,11 +345,11 @@ public struct MPVBridgePolicy: Sendable {
         return (predicted - position).magnitude <= tolerance
     }
 
-    /// The host time at which mpv, playing, reaches `position`, by its last position reading.
     /// How often a due pause looks again for a position reading it waits for (readings come
     /// ten times a second).
     static let readingWaitNs: Int64 = 25 * Nanos.millisecond
 
+    /// The host time at which mpv, playing, reaches `position`, by its last position reading.
     private func instant(of position: Int64, now: Int64) -> Int64? {
         guard let r = usableReading(now: now), let s = speed, s > 0 else { return nil }
         return r.at + Int64((Double(position - r.position) / s).rounded())

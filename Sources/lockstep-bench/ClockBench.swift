@@ -63,7 +63,7 @@ struct ClockBench: AsyncParsableCommand {
                     raw.figures(into: &report.figures, prefix: "chrony_raw_\(name)")
                 }
                 c.figures(into: &report.figures, prefix: "chrony_\(name)")
-                // Like for like: the same 12 pairs, the same links, the same seconds.
+                // Like for like: the same pairs, the same links, the same seconds.
                 let ratio = result.lockstep.errors.percentile(99) / c.errors.percentile(99)
                 report.figures["clean_p99_ratio_lockstep_over_chrony"] = ratio
                 report.goal("clean link: no worse than chrony (p99)", target: "ratio <= 1", measured: fmt(ratio, 2), met: ratio <= 1)
@@ -309,7 +309,7 @@ struct ClockBench: AsyncParsableCommand {
     // MARK: - chrony
 
     /// chronyd 4.3 in every lab host, each an NTP server (`local stratum 1`) and a client of every
-    /// other host, so that chrony measures the same 12 directed pairs as the agents, on the same
+    /// other host, so that chrony measures the same directed pairs as the agents, on the same
     /// links, in the same seconds. All run `-x` (never touch the system clock) with everything
     /// under the lab's host directories. Sources are `noselect`: chronyd measures and regresses
     /// them (sourcestats) but never corrects even its own virtual clock, so its estimates stay
@@ -336,7 +336,7 @@ struct ClockBench: AsyncParsableCommand {
             try lab.spawn(h, "chronyd", ["chronyd", "-d", "-x", "-u", "root", "-f", d + "/chrony.conf"])
         }
         return "chrony: `chronyd -d -x -u root -f CONF` in every host (`local stratum 1`, `allow all`, `port 123`, and `server HOST iburst minpoll -4 maxpoll -4 noselect` for every other host, "
-            + "`log measurements statistics`, logdir/pidfile/driftfile/command socket under the lab's host directory): the same 12 directed pairs as the agents; "
+            + "`log measurements statistics`, logdir/pidfile/driftfile/command socket under the lab's host directory): the same directed pairs as the agents; "
             + "error = |Est offset| from statistics.log (chrony's regression estimate after each sample, truth 0); bound = 4.5 x its Offset sd, for comparison only; "
             + "chrony-raw: each exchange's |Offset| from measurements.log, bound = half its peer delay"
     }

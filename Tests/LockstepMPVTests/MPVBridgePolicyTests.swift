@@ -233,16 +233,21 @@ struct MPVBridgePolicyTests {
         #expect(p.handle(.playbackRestarted(positionNs: 50 * Nanos.second), now: 6_001 * Self.ms) == [.intent(IntentRequest(action: "seek", positionNs: 50 * Nanos.second))])
     }
 
-    @Test("a playing mpv on the timeline pauses at the group's instant without a seek; one off the timeline also seeks")
+    @Test("a playing mpv on the timeline (within 10 ms) pauses at the group's instant without a seek; one further ahead also seeks")
     func pauseWithoutSeekWhenOnTimeline() {
         var p = playing()
         _ = p.handle(.position(11_900 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
         _ = p.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
         #expect(p.handle(.tick, now: 3 * Nanos.second) == [.setPause(true)])
 
-        // 10 ms ahead: paused at the instant, then sought back exactly.
+        // 5 ms ahead (a reading during a rate correction, say): paused at the instant, no seek.
+        var a = playing()
+        _ = a.handle(.position(11_905 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
+        _ = a.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
+        #expect(a.handle(.tick, now: 3 * Nanos.second) == [.setPause(true)])
+        // 20 ms ahead: paused at the instant, then sought back exactly.
         var q = playing()
-        _ = q.handle(.position(11_910 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
+        _ = q.handle(.position(11_920 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
         _ = q.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
         #expect(q.handle(.tick, now: 3 * Nanos.second) == [.setPause(true), .seek(positionNs: 12 * Nanos.second)])
         // 10 ms behind: paused 10 ms later, where the group paused, no seek.
