@@ -129,10 +129,9 @@ public struct MPVBridgePolicy: Sendable {
     private var commandedSpeed = 1.0
     /// Unpause at this host time (mpv paused and sought meanwhile).
     private var pendingStart: Int64?
-    /// Pause at this host time (and seek exactly there, unless mpv is there already);
-    /// `refined`: the instant has been moved to when mpv's position reaches the group's.
-    /// The group's pause: its instant and position, whether the instant was refined to when this
-    /// mpv gets there, and when to look at it next.
+    /// The group's pause: its instant `at` and `position`. mpv pauses at `due` (and is sought
+    /// exactly there unless it is there already): the group's instant, or, `refined`, when mpv's
+    /// position reaches the group's; until then `due` is also when to look again.
     private var pendingHold: (at: Int64, position: Int64, refined: Bool, due: Int64)?
     /// When mpv last paused or resumed: readings from before say nothing about now.
     private var lastPauseChange: Int64 = .min
