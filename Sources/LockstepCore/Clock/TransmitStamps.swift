@@ -72,11 +72,6 @@ public struct TransmitStamps: Sendable {
         self.configuration = configuration
     }
 
-    /// Forgets everything (the peer restarted: a new clock epoch, perhaps a new agent).
-    public mutating func reset() {
-        self = TransmitStamps(configuration: configuration)
-    }
-
     /// The kernel says request `exchange`, sent with `t1` (the user stamp), left at `sentAt`.
     public mutating func onRequestTransmitted(exchange: UInt32, t1: Int64, at sentAt: Int64) {
         guard plausible(user: t1, kernel: sentAt) else {

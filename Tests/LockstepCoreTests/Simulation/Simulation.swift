@@ -116,17 +116,17 @@ struct Simulation {
         for d in directives {
             hosts[i].log.append((now, d))
             guard case .send(var message, let to) = d else { continue }
+            var isExchange = false
             switch message {
-            case .clockRequest(let ex, _): message = .clockRequest(exchange: ex, t1: local(i))
-            case .clockReply(let ex, let t1, let t2, _): message = .clockReply(exchange: ex, t1: t1, t2: t2, t3: local(i))
+            case .clockRequest(let ex, _):
+                message = .clockRequest(exchange: ex, t1: local(i))
+                isExchange = true
+            case .clockReply(let ex, let t1, let t2, _):
+                message = .clockReply(exchange: ex, t1: t1, t2: t2, t3: local(i))
+                isExchange = true
             default: break
             }
             var departure = now
-            let isExchange: Bool
-            switch message {
-            case .clockRequest, .clockReply: isExchange = true
-            default: isExchange = false
-            }
             if isExchange, i < network.sendLatencyNs.count {
                 departure += Int64.random(in: network.sendLatencyNs[i], using: &rng)
             }
