@@ -8,7 +8,11 @@ import Testing
 /// lab's directory; and `lockstep mpv` bridging them to their agents, in step.
 @Suite("Lab: mpv", .enabled(if: Lab.isEnabled, "needs root and LOCKSTEP_LAB=1"), .serialized)
 struct MpvLabTests {
-    @Test("headless mpv in three hosts: commands reach each, and the probe sees a 250 ms head start to within a millisecond")
+    /// The truth here is when each unpause was written; mpv's own reaction to it is part of what
+    /// the probe sees, and varied by up to 0.6 ms in 12 runs on this 2-core machine (1.2 ms in a
+    /// loaded CI run when two mpv woke at once), hence 2 ms. The probe itself is held to 1 ms in
+    /// `PositionProbeTests`, which repeats a trial whose mpv was scheduled late.
+    @Test("headless mpv in three hosts: commands reach each, and the probe sees head starts of 100 and 250 ms to within 2 ms")
     func threeHosts() async throws {
         let media = try TestMedia.tone(seconds: 60)
         let lab = try Lab(hosts: 3, avahi: false, name: "mpv")
@@ -24,13 +28,14 @@ struct MpvLabTests {
             players.append(c)
             watchers.append(try await MPVConnection.connect(socketPath: options.socketPath))
         }
-        // h1 and h2 start together, h3 250 ms later: h3 is 250 ms behind (within mpv's reaction).
-        let (first, second) = (players[0], players[1])
-        async let r1 = first.send(["set_property", "pause", false])
-        async let r2 = second.send(["set_property", "pause", false])
-        let (s1, s2) = (try await r1.sentAt, try await r2.sentAt)
-        try await Task.sleep(nanoseconds: 250_000_000)
-        let s3 = try await players[2].send(["set_property", "pause", false]).sentAt
+        // h2 starts 100 ms after h1, h3 250 ms after h1: each mpv wakes on its own, not two at
+        // once on a 2-core machine (which scheduled one of them up to 1.6 ms late).
+        var sent: [Int64] = []
+        for (h, pause) in [(0, 100), (1, 150), (2, 0)] {
+            sent.append(try await players[h].send(["set_property", "pause", false]).sentAt)
+            try await Task.sleep(nanoseconds: UInt64(pause) * 1_000_000)
+        }
+        let (s1, s2, s3) = (sent[0], sent[1], sent[2])
         let probe = PositionProbe(players: watchers)
         try await Task.sleep(nanoseconds: 300_000_000)
         probe.start()
@@ -39,8 +44,10 @@ struct MpvLabTests {
         let t = MonotonicClock.read() - 500 * Nanos.millisecond
         let p = try tracks.map { try #require($0.position(at: t)) }
         // All three started from 0: position differences are the differences of start instants.
-        #expect(abs((p[0] - p[1]) - Double(s2 - s1) / 1e9) < 0.001)
-        #expect(abs((p[0] - p[2]) - Double(s3 - s1) / 1e9) < 0.001, "h3 behind by \(p[0] - p[2]) s, started \(Double(s3 - s1) / 1e9) s later")
+        let off2 = (p[0] - p[1]) - Double(s2 - s1) / 1e9, off3 = (p[0] - p[2]) - Double(s3 - s1) / 1e9
+        print(String(format: "mpv lab: probe against written unpauses, h2 %.3f ms, h3 %.3f ms", off2 * 1e3, off3 * 1e3))
+        #expect(abs(off2) < 0.002, "h2 behind by \(p[0] - p[1]) s, started \(Double(s2 - s1) / 1e9) s later")
+        #expect(abs(off3) < 0.002, "h3 behind by \(p[0] - p[2]) s, started \(Double(s3 - s1) / 1e9) s later")
         for c in players { _ = try? await c.command("quit") }
     }
 
