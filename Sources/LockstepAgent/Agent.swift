@@ -341,7 +341,8 @@ public actor Agent: ClientHandler {
                 lastSampleAgeNs: now - e.lastSampleLocal, source: source, trusted: resolved.trusted,
                 closureErrorNs: resolved.closureErrorNs, worstClosureErrorNs: resolved.worstClosureErrorNs,
                 worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: c.lost, rejected: c.rejected,
-                sendStamps: c.lastKernelStamped ? "kernel" : "agent", kernelStamped: c.kernelStamped)
+                sendStamps: c.lastKernelStamped ? "kernel" : "agent", kernelStamped: c.kernelStamped,
+                followUpsMissed: c.stamps.followUpsMissed, stampsImplausible: c.stamps.implausible)
         }
         return ClockResult(localTimeNs: now, hostTimeNs: host, peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
     }

@@ -19,11 +19,19 @@ struct Clock: AsyncParsableCommand {
                 [
                     p.name, Human.duration(ns: Int64(p.offsetNs.rounded())), Human.duration(ns: Int64(p.errorBoundNs.rounded())),
                     Human.duration(ns: Int64(p.hardBoundNs.rounded())), Human.duration(ns: p.delayNs),
-                    Human.fixed(p.skewPPM, 2) + "ppm", String(p.samples), Human.duration(ns: p.lastSampleAgeNs) + " ago", p.sendStamps,
+                    Human.fixed(p.skewPPM, 2) + "ppm", String(p.samples), Human.duration(ns: p.lastSampleAgeNs) + " ago", Self.stamps(p),
                     p.source + (p.trusted ? "" : " (untrusted)"),
                     p.closureErrorNs.map { Human.duration(ns: Int64($0.rounded())) + " over \(p.paths)" } ?? "-",
                 ]
             }
         ).render()
+    }
+
+    /// `kernel` or `agent`, and what went wrong with the peer's send times, if anything.
+    static func stamps(_ p: ClockInfo) -> String {
+        var problems: [String] = []
+        if p.followUpsMissed > 0 { problems.append("\(p.followUpsMissed) follow-ups late") }
+        if p.stampsImplausible > 0 { problems.append("\(p.stampsImplausible) refused") }
+        return problems.isEmpty ? p.sendStamps : p.sendStamps + " (" + problems.joined(separator: ", ") + ")"
     }
 }

@@ -103,8 +103,12 @@ public struct ClockInfo: Codable, Sendable, Equatable {
     public var sendStamps: String
     /// Samples so far with both send times from the kernel.
     public var kernelStamped: UInt64
+    /// Replies used with the peer's own send stamp because their follow-up did not come in time.
+    public var followUpsMissed: UInt64
+    /// Kernel transmit times refused as not believable (before the agent's stamp, or far after it).
+    public var stampsImplausible: UInt64
 
-    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64) {
+    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64, followUpsMissed: UInt64, stampsImplausible: UInt64) {
         self.peerID = peerID
         self.name = name
         self.offsetNs = offsetNs
@@ -124,6 +128,8 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         self.rejected = rejected
         self.sendStamps = sendStamps
         self.kernelStamped = kernelStamped
+        self.followUpsMissed = followUpsMissed
+        self.stampsImplausible = stampsImplausible
     }
 
     enum CodingKeys: String, CodingKey {
@@ -143,5 +149,7 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         case paths, lost, rejected
         case sendStamps = "send_stamps"
         case kernelStamped = "kernel_stamped"
+        case followUpsMissed = "follow_ups_missed"
+        case stampsImplausible = "stamps_implausible"
     }
 }
