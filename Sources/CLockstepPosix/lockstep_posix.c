@@ -34,12 +34,22 @@ int lockstep_enable_rx_timestamps(int fd) {
 #endif
 }
 
+int lockstep_enable_rx_drop_count(int fd) {
+#ifdef SO_RXQ_OVFL
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+#else
+    errno = ENOPROTOOPT;
+    return -1;
+#endif
+}
+
 ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
                                   struct sockaddr_storage *from, socklen_t *from_len,
-                                  int64_t *rx_realtime_ns, int *truncated) {
+                                  int64_t *rx_realtime_ns, uint32_t *kernel_drops, int *truncated) {
     struct iovec iov = {.iov_base = buffer, .iov_len = capacity};
     union {
-        // Room for SCM_TIMESTAMPNS and, with transmit timestamps enabled, SCM_TIMESTAMPING.
+        // Room for SCM_TIMESTAMPNS, SO_RXQ_OVFL and, with transmit timestamps enabled, SCM_TIMESTAMPING.
         char bytes[256];
         struct cmsghdr align;
     } control;
@@ -57,15 +67,20 @@ ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
     *from_len = msg.msg_namelen;
     *truncated = (msg.msg_flags & MSG_TRUNC) ? 1 : 0;
     *rx_realtime_ns = 0;
-#ifdef SCM_TIMESTAMPNS
+    *kernel_drops = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        if (c->cmsg_level != SOL_SOCKET) continue;
+#ifdef SCM_TIMESTAMPNS
+        if (c->cmsg_type == SCM_TIMESTAMPNS) {
             struct timespec ts;
             memcpy(&ts, CMSG_DATA(c), sizeof(ts));
             *rx_realtime_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
         }
-    }
 #endif
+#ifdef SO_RXQ_OVFL
+        if (c->cmsg_type == SO_RXQ_OVFL) memcpy(kernel_drops, CMSG_DATA(c), sizeof(*kernel_drops));
+#endif
+    }
     return n;
 }
 

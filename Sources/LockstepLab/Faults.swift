@@ -221,8 +221,11 @@ public enum Faults {
         o.figures["warning_lines"] = Double(warnings)
         o.figures["spread_p99_us"] = spread.percentile(99)
         o.figures["datagrams_sent"] = Double(sent)
-        // The rest of what was sent overflowed the kernel's receive buffer before the agent saw it.
-        o.check("junk is dropped and counted, never parsed further", sent > 0 && Double(dropped) > Double(sent) * 0.5, "\(dropped) of \(sent) sent dropped (\(counters.counters.filter { $0.key.hasPrefix("dropped_") }.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ", ")))")
+        let overflowed = counters.counters["dropped_kernel_overflow"] ?? 0
+        o.figures["datagrams_examined_per_second"] = Double(dropped - overflowed) / seconds
+        // What the agent did not read in time the kernel dropped, and the agent counts that too
+        // (how much depends on the machine and the build: 0 in release here, 60 % in debug).
+        o.check("junk is dropped and counted, never parsed further", sent > 0 && Double(dropped) >= Double(sent) * 0.99, "\(dropped) of \(sent) sent dropped (\(counters.counters.filter { $0.key.hasPrefix("dropped_") }.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ", ")))")
         o.check("memory stays bounded", peakRSS - (before?.rssKiB ?? 0) < 64 * 1024, "RSS \(before?.rssKiB ?? 0) KiB before, peak \(peakRSS) KiB")
         o.check("warnings are rate-limited", warnings <= Int(seconds / 10 + 1) * 4, "\(warnings) warning lines in \(Int(seconds)) s")
         o.check("the group stays in step", spread.percentile(99) < 1000, "spread p99 \(us(spread.percentile(99))); agent CPU \(String(format: "%.0f%%", cpu / seconds * 100))")

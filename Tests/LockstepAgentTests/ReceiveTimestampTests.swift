@@ -65,3 +65,29 @@ struct TransmitTimestampTests {
         }
     }
 }
+
+/// What the kernel drops before the agent reads it is counted, not silently lost.
+@Suite("Kernel receive drops")
+struct KernelDropTests {
+    @Test("datagrams the kernel drops on a full receive buffer are reported: read plus dropped equals sent")
+    func overflowIsCounted() throws {
+        // The smallest buffer the kernel allows (it doubles the request and has a floor), filled
+        // before the receive thread starts.
+        let receiver = try PeerSocket(port: 0, receiveBufferBytes: 1)
+        let sender = try PeerSocket(port: 0)
+        let destination = Endpoint.v4(a: 127, b: 0, c: 0, d: 1, port: receiver.port)
+        let total = 2_000
+        for i in 0..<total { #expect(sender.send([UInt8](repeating: UInt8(i & 0xff), count: 200), to: destination)) }
+        let read = Mutex(0), dropped = Mutex<UInt64>(0)
+        receiver.start(onDatagram: { _ in read.withLock { $0 += 1 } }, onKernelDrops: { more in dropped.withLock { $0 += more } })
+        defer { receiver.stop() }
+        // The kernel reports drops with the next datagram it queues: one more after the burst.
+        usleep(20_000)
+        #expect(sender.send([0], to: destination))
+        let deadline = MonotonicClock.read() + Nanos.second
+        while MonotonicClock.read() < deadline, read.withLock({ $0 }) + Int(dropped.withLock({ $0 })) < total + 1 { usleep(1_000) }
+        let (r, d) = (read.withLock { $0 }, dropped.withLock { $0 })
+        #expect(d > 0, "a buffer this small overflows")
+        #expect(r + Int(d) == total + 1, "read \(r), dropped \(d), sent \(total + 1)")
+    }
+}

@@ -10,13 +10,20 @@
 /// Returns 0, or -1 with errno set.
 int lockstep_enable_rx_timestamps(int fd);
 
+/// Asks the kernel to say, with each datagram received on `fd`, how many it has dropped on this
+/// socket so far (SO_RXQ_OVFL: a full receive buffer, mostly). Returns 0, or -1 with errno set
+/// (ENOPROTOOPT where the option does not exist).
+int lockstep_enable_rx_drop_count(int fd);
+
 /// Receives one datagram without blocking. On success returns its length and sets `*from`,
-/// `*from_len` and `*rx_realtime_ns` (the kernel's receive time on CLOCK_REALTIME, or 0 if the
-/// kernel gave none). Returns -1 with errno set (EAGAIN when nothing is waiting). A datagram
-/// longer than `capacity` is reported with `*truncated` = 1.
+/// `*from_len`, `*rx_realtime_ns` (the kernel's receive time on CLOCK_REALTIME, or 0 if the
+/// kernel gave none) and `*kernel_drops` (the socket's drop counter when the datagram was queued,
+/// a wrapping 32-bit count; 0 when the kernel attached none, which it does until the first drop).
+/// Returns -1 with errno set (EAGAIN when nothing is waiting). A datagram longer than `capacity`
+/// is reported with `*truncated` = 1.
 ssize_t lockstep_recv_timestamped(int fd, void *buffer, size_t capacity,
                                   struct sockaddr_storage *from, socklen_t *from_len,
-                                  int64_t *rx_realtime_ns, int *truncated);
+                                  int64_t *rx_realtime_ns, uint32_t *kernel_drops, int *truncated);
 
 /// Asks the kernel for software transmit timestamps on `fd` when a send requests one
 /// (SO_TIMESTAMPING with OPT_ID and OPT_TSONLY; Linux only). Returns 0, or -1 with errno set.

@@ -52,6 +52,7 @@ public final class PeerSocket: Sendable {
         // A bounded kernel buffer: under a flood the kernel drops, the agent does not grow.
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, socklen_t(MemoryLayout<Int32>.size))
         _ = lockstep_enable_rx_timestamps(fd)
+        _ = lockstep_enable_rx_drop_count(fd)
         let tx = lockstep_enable_tx_timestamps(fd) == 0
 
         var bound: Int32
@@ -100,13 +101,16 @@ public final class PeerSocket: Sendable {
     /// Starts the receive thread; `onDatagram` runs on it, once per datagram, in arrival order, and
     /// `onTransmitted` once per transmit timestamp (the key given to ``send(_:to:timestampKey:)``
     /// and when the datagram left, on `CLOCK_MONOTONIC`), before any datagram that arrived later.
+    /// `onKernelDrops` hears how many more datagrams the kernel dropped on this socket (its receive
+    /// buffer was full: the thread did not keep up), as the next datagram read tells (Linux only).
     public func start(
         onDatagram: @escaping @Sendable (Datagram) -> Void,
-        onTransmitted: @escaping @Sendable (_ key: UInt32, _ sentAt: Int64) -> Void = { _, _ in }
+        onTransmitted: @escaping @Sendable (_ key: UInt32, _ sentAt: Int64) -> Void = { _, _ in },
+        onKernelDrops: @escaping @Sendable (_ more: UInt64) -> Void = { _ in }
     ) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
-            self.receiveLoop(onDatagram, onTransmitted)
+            self.receiveLoop(onDatagram, onTransmitted, onKernelDrops)
             self.finished.withLock { $0 = true }
         }
         thread.name = "lockstep-udp-rx"
@@ -162,8 +166,9 @@ public final class PeerSocket: Sendable {
         }
     }
 
-    private func receiveLoop(_ onDatagram: @Sendable (Datagram) -> Void, _ onTransmitted: @Sendable (UInt32, Int64) -> Void) {
+    private func receiveLoop(_ onDatagram: @Sendable (Datagram) -> Void, _ onTransmitted: @Sendable (UInt32, Int64) -> Void, _ onKernelDrops: @Sendable (UInt64) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 65536)
+        var kernelDrops: UInt32 = 0
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while !stopped.load(ordering: .relaxed) {
             fds[0].revents = 0
@@ -190,10 +195,16 @@ public final class PeerSocket: Sendable {
                 var fromLen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 var rxReal: Int64 = 0
                 var truncated: Int32 = 0
+                var drops: UInt32 = 0
                 let n = buffer.withUnsafeMutableBytes { raw in
-                    lockstep_recv_timestamped(fd, raw.baseAddress, raw.count, &from, &fromLen, &rxReal, &truncated)
+                    lockstep_recv_timestamped(fd, raw.baseAddress, raw.count, &from, &fromLen, &rxReal, &drops, &truncated)
                 }
                 if n < 0 { break }
+                // The kernel's count only grows (wrapping at 2^32); none is attached before the first drop.
+                if drops != 0 && drops != kernelDrops {
+                    onKernelDrops(UInt64(drops &- kernelDrops))
+                    kernelDrops = drops
+                }
                 let received = Self.monotonic(fromKernelRealtime: rxReal) ?? MonotonicClock.read()
                 guard truncated == 0, let source = Self.endpoint(from: from) else { continue }
                 onDatagram(Datagram(bytes: Array(buffer[0..<n]), source: source, receivedAt: received))

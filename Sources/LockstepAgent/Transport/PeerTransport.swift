@@ -95,6 +95,8 @@ public final class PeerTransport: Sendable {
             guard let sent = awaitingTransmit.withLock({ $0.sent.removeValue(forKey: key) }) else { return }
             count("transmit_timestamps")
             _ = sink.yield(.transmitted(Transmitted(message: sent.message, destination: sent.destination, sentAt: clock.current.device(fromHost: sentAt))))
+        }, onKernelDrops: { [self] more in
+            drop("kernel_overflow", "the kernel dropped datagrams the agent did not read in time (receive buffer full)", count: more)
         })
         return stream
     }
@@ -185,13 +187,13 @@ public final class PeerTransport: Sendable {
     /// Everything counted so far: sent, received, and each reason for dropping.
     public var snapshot: [String: UInt64] { counters.withLock { $0 } }
 
-    func count(_ key: String) {
-        counters.withLock { $0[key, default: 0] += 1 }
+    func count(_ key: String, _ n: UInt64 = 1) {
+        counters.withLock { $0[key, default: 0] += n }
     }
 
-    /// Counts a drop and logs one line per reason at most every 10 s, with how many since.
-    private func drop(_ key: String, _ message: String, from source: Endpoint) {
-        count("dropped_" + key)
+    /// Counts `count` drops and logs one line per reason at most every 10 s, with the total.
+    private func drop(_ key: String, _ message: String, from source: Endpoint? = nil, count n: UInt64 = 1) {
+        count("dropped_" + key, n)
         let now = MonotonicClock.read()
         let due = lastWarning.withLock { last -> Bool in
             if let t = last[key], now - t < 10 * Nanos.second { return false }
@@ -199,7 +201,9 @@ public final class PeerTransport: Sendable {
             return true
         }
         if due {
-            logger.warning("\(message)", metadata: ["peer.source": "\(source)", "dropped.total": "\(snapshot["dropped_" + key] ?? 0)"])
+            var metadata: Logger.Metadata = ["dropped.total": "\(snapshot["dropped_" + key] ?? 0)"]
+            if let source { metadata["peer.source"] = "\(source)" }
+            logger.warning("\(message)", metadata: metadata)
         }
     }
 }

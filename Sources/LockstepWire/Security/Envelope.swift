@@ -84,7 +84,7 @@ public enum Envelope {
         var r = ByteReader(datagram, offset: 3)
         do {
             let epoch = try r.u8("epoch")
-            let sender = PeerID(bytes: try r.raw(16, "sender"))!
+            let sender = PeerID(high: try r.u64("sender"), low: try r.u64("sender"))
             let incarnation = try r.u64("incarnation")
             let sequence = try r.u64("sequence")
             return Header(version: version, epochByte: epoch, sender: sender, incarnation: incarnation, sequence: sequence)

@@ -9,12 +9,21 @@ import LockstepCore
 public struct GroupKey: Sendable, Equatable {
     public let bytes: [UInt8]
     public let epoch: UInt32
+    /// HKDF-SHA256's expand step keyed once with this key's pseudorandom key (the extract step,
+    /// no salt): each datagram key is then one HMAC over its info, which matters because a
+    /// stranger can make the agent derive one per junk datagram (a new sender in each).
+    private let expander: HMAC<SHA256>
 
     public init?(bytes: [UInt8], epoch: UInt32) {
         guard bytes.count == 32 else { return nil }
         self.bytes = bytes
         self.epoch = epoch
+        // RFC 5869: no salt is HashLen zero bytes (the same HMAC key as an empty one).
+        let prk = HMAC<SHA256>.authenticationCode(for: bytes, using: SymmetricKey(data: [UInt8](repeating: 0, count: 32)))
+        expander = HMAC<SHA256>(key: SymmetricKey(data: prk))
     }
+
+    public static func == (a: GroupKey, b: GroupKey) -> Bool { a.bytes == b.bytes && a.epoch == b.epoch }
 
     /// A fresh random key.
     public static func random(epoch: UInt32 = 1) -> GroupKey {
@@ -38,13 +47,22 @@ public struct GroupKey: Sendable, Equatable {
     }
 
     /// The key that seals datagrams from one sender incarnation under this group key.
+    /// HKDF-SHA256(key, no salt, info = label ‖ sender ‖ incarnation ‖ epoch, 32 bytes): one
+    /// block of output, T(1) = HMAC(PRK, info ‖ 0x01).
     func datagramKey(sender: PeerID, incarnation: UInt64) -> SymmetricKey {
-        var info = Array("lockstep datagram v1".utf8)
-        info += sender.bytes
+        var info = Self.datagramLabel
+        info.reserveCapacity(info.count + 16 + 8 + 4 + 1)
+        withUnsafeBytes(of: sender.high.bigEndian) { info += $0 }
+        withUnsafeBytes(of: sender.low.bigEndian) { info += $0 }
         withUnsafeBytes(of: incarnation.bigEndian) { info += $0 }
         withUnsafeBytes(of: epoch.bigEndian) { info += $0 }
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: bytes), info: info, outputByteCount: 32)
+        info.append(1)
+        var h = expander
+        h.update(data: info)
+        return SymmetricKey(data: h.finalize())
     }
+
+    private static let datagramLabel = Array("lockstep datagram v1".utf8)
 }
 
 /// A group as an agent keeps it: a local name, the group's id (stable across rotations), and
