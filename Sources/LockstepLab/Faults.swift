@@ -224,7 +224,8 @@ public enum Faults {
         let overflowed = counters.counters["dropped_kernel_overflow"] ?? 0
         o.figures["datagrams_examined_per_second"] = Double(dropped - overflowed) / seconds
         // What the agent did not read in time the kernel dropped, and the agent counts that too
-        // (how much depends on the machine and the build: 0 in release here, 60 % in debug).
+        // (how much depends on the machine and the build: none in release here, 3 % in the debug
+        // build the lab tests use).
         o.check("junk is dropped and counted, never parsed further", sent > 0 && Double(dropped) >= Double(sent) * 0.99, "\(dropped) of \(sent) sent dropped (\(counters.counters.filter { $0.key.hasPrefix("dropped_") }.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ", ")))")
         o.check("memory stays bounded", peakRSS - (before?.rssKiB ?? 0) < 64 * 1024, "RSS \(before?.rssKiB ?? 0) KiB before, peak \(peakRSS) KiB")
         o.check("warnings are rate-limited", warnings <= Int(seconds / 10 + 1) * 4, "\(warnings) warning lines in \(Int(seconds)) s")
