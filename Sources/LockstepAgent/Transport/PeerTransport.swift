@@ -138,7 +138,7 @@ public final class PeerTransport: Sendable {
             if !socket.send(datagram, to: endpoint, timestampKey: timestampKey) { count("send_failed") }
             return
         }
-        impaired(datagram, to: endpoint, timestampKey: timestampKey, via: delayLine)
+        impaired(datagram, to: endpoint, spec: spec, timestampKey: timestampKey, via: delayLine)
     }
 
     /// Remembers a clock message until its transmit time comes; returns its timestamp key.
@@ -157,8 +157,7 @@ public final class PeerTransport: Sendable {
         }
     }
 
-    private func impaired(_ datagram: [UInt8], to endpoint: Endpoint, timestampKey: UInt32?, via line: DelayLine) {
-        let spec = impairments.spec(for: endpoint)
+    private func impaired(_ datagram: [UInt8], to endpoint: Endpoint, spec: ImpairmentPlan.Spec, timestampKey: UInt32?, via line: DelayLine) {
         let (lose, copies, delays): (Bool, Int, [Int64]) = random.withLock { g in
             let lose = spec.loss > 0 && Double.random(in: 0..<1, using: &g) < spec.loss
             let copies = spec.duplicate > 0 && Double.random(in: 0..<1, using: &g) < spec.duplicate ? 2 : 1

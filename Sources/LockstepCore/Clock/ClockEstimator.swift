@@ -620,15 +620,10 @@ public struct ClockEstimator: Sendable {
     private mutating func scale(residual: (Entry) -> Double) -> Double {
         residuals.removeAll(keepingCapacity: true)
         for e in sorted { residuals.append(max(0, residual(e))) }
-        // The third smallest (or the largest, with fewer): a partial selection sort.
+        // The third smallest (or the largest, with fewer).
         let k = min(3, residuals.count)
         guard k > 0 else { return 0 }
-        for i in 0..<k {
-            var m = i
-            for j in (i + 1)..<residuals.count where residuals[j] < residuals[m] { m = j }
-            residuals.swapAt(i, m)
-        }
-        return residuals[k - 1]
+        return Self.select(&residuals, k: k - 1)
     }
 
     /// Andrew's monotone chain over points sorted by local time: the indices of the lower hull's

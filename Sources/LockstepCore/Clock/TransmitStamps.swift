@@ -9,7 +9,7 @@
 /// - **`t1`**: the requester learns its request's transmit time soon after sending
 ///   (``onRequestTransmitted(exchange:t1:at:)``) and puts it into the sample when the reply comes.
 /// - **`t3`**: the replier learns its reply's transmit time after the reply has gone, so it sends
-///   it in a `clock_follow_up` (§4.x of the peer protocol). A requester whose peer sends
+///   it in a `clock_follow_up` (§4.2a of the peer protocol). A requester whose peer sends
 ///   follow-ups holds each reply until its follow-up arrives (``onFollowUp(exchange:t1:t3:)``),
 ///   or uses the reply as it is after ``Configuration/followUpWaitNs`` (the follow-up was lost).
 ///
