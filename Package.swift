@@ -7,7 +7,7 @@ let package = Package(
     products: [
         .executable(name: "lockstepd", targets: ["lockstepd"]),
         .executable(name: "lockstep", targets: ["lockstep"]),
-        .library(name: "LockstepClient", targets: ["LockstepClient"]),
+        .library(name: "LockstepClient", targets: ["LockstepClient", "LockstepPlayerProtocol"]),
         .library(name: "LockstepCore", targets: ["LockstepCore"]),
     ],
     dependencies: [
@@ -15,7 +15,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
@@ -25,37 +24,35 @@ let package = Package(
         .systemLibrary(name: "CDNSSD"),
         // recvmsg(2) with kernel receive timestamps: the CMSG_* macros are not importable into Swift.
         .target(name: "CLockstepPosix"),
-        // Pure protocol logic: no sockets, no sleeping, time is an argument.
+        // Pure protocol logic: no sockets, no sleeping, no clock, no dependencies; time is an argument.
+        .target(name: "LockstepCore"),
+        // The player socket protocol: line-delimited JSON between an agent and its players, and
+        // host time. All a player needs: no crypto, no core.
         .target(
-            name: "LockstepCore",
-            dependencies: [.product(name: "Collections", package: "swift-collections")]
+            name: "LockstepPlayerProtocol",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
         ),
-        // Bytes on the wire: peer datagrams, the player socket's JSON lines, sealing.
+        // The peer protocol's bytes: datagram codec, envelopes, group keys.
         .target(
-            name: "LockstepWire",
-            dependencies: [
-                "LockstepCore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]
+            name: "LockstepPeerWire",
+            dependencies: ["LockstepCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The I/O shell: UDP to peers, DNS-SD, the player socket server, the daemon.
         .target(
             name: "LockstepAgent",
             dependencies: [
-                "LockstepCore", "LockstepWire", "CDNSSD", "CLockstepPosix",
+                "LockstepCore", "LockstepPeerWire", "LockstepPlayerProtocol", "CDNSSD", "CLockstepPosix",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // A client of the player socket, for the CLI, the tools and any Swift player.
         .target(
             name: "LockstepClient",
             dependencies: [
-                "LockstepWire",
+                "LockstepPlayerProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -64,34 +61,38 @@ let package = Package(
         .target(
             name: "LockstepCLI",
             dependencies: [
-                "LockstepClient", "LockstepMPV",
+                "LockstepClient", "LockstepMPV", "LockstepCore", "LockstepPeerWire", "LockstepPlayerProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // mpv's JSON IPC: the bridge (lockstep mpv) and the mpv benchmark's probe.
+        // mpv's JSON IPC and the bridge between mpv and the agent (lockstep mpv).
         .target(
             name: "LockstepMPV",
             dependencies: [
-                "LockstepWire", "LockstepCore", "LockstepClient",
+                "LockstepClient", "LockstepCore", "LockstepPlayerProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // The reference player: a precise virtual player, for tests, benchmarks, and as an example.
-        .target(name: "LockstepRefPlayer", dependencies: ["LockstepClient", "LockstepCore", "LockstepWire"]),
+        .target(name: "LockstepRefPlayer", dependencies: ["LockstepClient", "LockstepCore", "LockstepPlayerProtocol"]),
         .executableTarget(
             name: "lockstep-refplayer",
             dependencies: [
-                "LockstepRefPlayer",
+                "LockstepRefPlayer", "LockstepCore", "LockstepPlayerProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The network lab (tools/lab) driven from Swift, for lab tests and benchmarks.
-        .target(name: "LockstepLab", dependencies: ["LockstepClient", "LockstepWire", "LockstepMPV"]),
+        // The network lab (tools/lab) driven from Swift, and the instruments of the lab tests and
+        // benchmarks (mpv's position probe).
+        .target(
+            name: "LockstepLab",
+            dependencies: ["LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPeerWire", "LockstepPlayerProtocol"]
+        ),
         .executableTarget(
             name: "lockstepd",
             dependencies: [
-                "LockstepAgent",
+                "LockstepAgent", "LockstepCore", "LockstepPlayerProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -102,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "lockstep-bench",
             dependencies: [
-                "LockstepLab", "LockstepClient", "LockstepWire", "LockstepCore", "LockstepMPV",
+                "LockstepLab", "LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPlayerProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -114,25 +115,39 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        // Helpers for tests: temporary directories, an in-process agent, the lab.
+        // Helpers for tests: temporary directories, an in-process agent, a raw socket.
         .target(
             name: "LockstepTestKit",
             dependencies: [
-                "LockstepAgent", "LockstepClient",
+                "LockstepAgent", "LockstepClient", "LockstepCore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             path: "Tests/LockstepTestKit"
         ),
-        .testTarget(name: "LockstepWireTests", dependencies: ["LockstepWire"]),
-        // mpv's IPC against a real mpv, and the bridge's policy.
-        .testTarget(name: "LockstepMPVTests", dependencies: ["LockstepMPV", "LockstepWire", "LockstepCore", "LockstepLab"]),
+        // Both wire protocols: peer datagrams and envelopes, the player socket's framing, vectors.
+        .testTarget(
+            name: "LockstepWireTests",
+            dependencies: [
+                "LockstepPeerWire", "LockstepPlayerProtocol", "LockstepCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // mpv's IPC against a real mpv, the bridge's policy, and the position probe.
+        .testTarget(name: "LockstepMPVTests", dependencies: ["LockstepMPV", "LockstepPlayerProtocol", "LockstepCore", "LockstepLab"]),
         .testTarget(
             name: "LockstepAgentTests",
-            dependencies: ["LockstepAgent", "LockstepClient", "LockstepTestKit"]
+            dependencies: [
+                "LockstepAgent", "LockstepClient", "LockstepTestKit", "LockstepCore", "LockstepPeerWire", "LockstepPlayerProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
-        .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepAgent", "LockstepTestKit", "LockstepLab"]),
+        .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepTestKit", "LockstepLab", "LockstepPlayerProtocol"]),
         // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
-        .testTarget(name: "LabTests", dependencies: ["LockstepLab", "LockstepClient", "LockstepWire", "LockstepCore", "LockstepMPV"]),
+        .testTarget(
+            name: "LabTests",
+            dependencies: ["LockstepLab", "LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPeerWire", "LockstepPlayerProtocol"]
+        ),
     ]
 )
 
@@ -143,7 +158,7 @@ package.targets.append(
     .executableTarget(
         name: "LockstepFuzz",
         dependencies: [
-            "LockstepWire", "LockstepCore",
+            "LockstepPeerWire", "LockstepPlayerProtocol", "LockstepCore",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]

@@ -52,7 +52,7 @@ build_lockstep() {
   say "building Lockstep ($config)"
   local log
   log=$(mktemp)
-  if ! (cd "$LOCKSTEP_ROOT" && swift build -c "$config" "$@" >"$log" 2>&1); then
+  if ! (cd "$LOCKSTEP_ROOT" && swift build -c "$config" --explicit-target-dependency-import-check error "$@" >"$log" 2>&1); then
     cat "$log" >&2
     rm -f "$log"
     die "swift build failed"

@@ -1,6 +1,7 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 import Logging
 
 /// What Lockstep publishes in its DNS-SD TXT record.
@@ -50,7 +51,7 @@ extension Agent {
         case .serviceUpdated(let service):
             guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? ""), peer != identity.peerID else { return }
             guard service.txt[LockstepTXT.group] == identity.group.tag else { return }
-            guard service.txt[LockstepTXT.version] == String(LockstepVersion.peerProtocol) else {
+            guard service.txt[LockstepTXT.version] == String(PeerProtocol.version) else {
                 logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
                 return
             }

@@ -1,5 +1,6 @@
 import LockstepCore
-import LockstepWire
+import LockstepPeerWire
+import LockstepPlayerProtocol
 import Logging
 
 extension Agent {

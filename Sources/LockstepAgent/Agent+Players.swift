@@ -1,5 +1,5 @@
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import Logging
 
 /// The player side of the socket: player requests become node inputs, and the node's

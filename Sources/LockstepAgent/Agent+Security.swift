@@ -1,5 +1,6 @@
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 import Logging
 
 /// Group membership by shared key: showing, creating, joining and rotating the group key.
@@ -152,7 +153,7 @@ extension Agent {
 
     func txtRecord() -> [String: String] {
         [
-            LockstepTXT.version: String(LockstepVersion.peerProtocol), LockstepTXT.peerID: identity.peerID.hex,
+            LockstepTXT.version: String(PeerProtocol.version), LockstepTXT.peerID: identity.peerID.hex,
             LockstepTXT.group: identity.group.tag, LockstepTXT.name: identity.name.truncated(toUTF8: 63),
         ]
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 import Logging
 import NIOCore
 
@@ -314,7 +315,7 @@ public actor Agent: ClientHandler {
         let peers = node.membership.peers.values
         return AgentStatus(
             peerID: identity.peerID.hex, name: identity.name, version: LockstepVersion.current,
-            playerProtocol: LockstepVersion.playerProtocol, peerProtocol: LockstepVersion.peerProtocol,
+            playerProtocol: LockstepVersion.playerProtocol, peerProtocol: PeerProtocol.version,
             socket: configuration.socketPath, stateDir: configuration.stateDirectory, pid: getpid(),
             udpPort: transport?.socket.port ?? 0, incarnation: identity.incarnation, uptimeNs: host - startedAt, hostTimeNs: host,
             group: GroupInfo(name: identity.group.name, tag: identity.group.tag, epoch: identity.group.epoch),

@@ -1,6 +1,7 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 import Logging
 import NIOCore
 import NIOPosix

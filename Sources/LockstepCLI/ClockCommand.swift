@@ -1,5 +1,5 @@
 import ArgumentParser
-import LockstepWire
+import LockstepPlayerProtocol
 
 struct Clock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Every peer's clock: offset, error bound, delay, skew, samples, age of the last sample, mesh closure.")

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import LockstepClient
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// `lockstep`: the debug CLI. Every subcommand talks to the local agent over its socket.
 public struct LockstepCommand: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import LockstepClient
-import LockstepWire
+import LockstepPlayerProtocol
 
 struct State: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "The group state: item, timeline anchor, rate, version vector, who issued the last command.")

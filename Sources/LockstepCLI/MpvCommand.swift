@@ -3,7 +3,7 @@ import Foundation
 import LockstepClient
 import LockstepCore
 import LockstepMPV
-import LockstepWire
+import LockstepPlayerProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import ArgumentParser
 import LockstepClient
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 
 struct Peers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "The peers the agent knows: id, name, addresses, state, since when, last heard, incarnation.")

@@ -1,6 +1,6 @@
 import ArgumentParser
 import LockstepClient
-import LockstepWire
+import LockstepPlayerProtocol
 
 struct Players: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Every player on every peer: item, readiness, suspensions, latencies, sync error (local players).")

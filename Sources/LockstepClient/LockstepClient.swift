@@ -1,5 +1,5 @@
 import Foundation
-import LockstepWire
+import LockstepPlayerProtocol
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -1,6 +1,6 @@
 import Crypto
 import LockstepCore
-import LockstepWire
+import LockstepPeerWire
 
 /// `EnvelopeOpener.open` with fixed keys. The first byte chooses the mode:
 ///

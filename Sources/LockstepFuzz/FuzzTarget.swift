@@ -1,4 +1,5 @@
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 
 /// The fuzz targets: each takes arbitrary bytes and traps when a property fails.
 enum FuzzTarget: String, CaseIterable, Sendable {

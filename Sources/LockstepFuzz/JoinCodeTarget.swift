@@ -1,5 +1,5 @@
 import Foundation
-import LockstepWire
+import LockstepPeerWire
 
 /// `JoinCode.parse` on arbitrary text (invalid UTF-8 replaced). Properties: it returns or throws
 /// a `ParseError`, never traps; what it accepts holds a 16-byte group id and a 32-byte key, and

@@ -1,5 +1,5 @@
 import LockstepCore
-import LockstepWire
+import LockstepPeerWire
 
 /// `PeerMessage.decode` on arbitrary plaintext. Properties:
 /// - it returns or throws a `DecodeError`, never traps;

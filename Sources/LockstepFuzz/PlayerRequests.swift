@@ -1,4 +1,4 @@
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// Every request the player socket decodes, by its `type`: the player target decodes each line
 /// as every one of them. A new request type goes here, with an example or two (they seed the

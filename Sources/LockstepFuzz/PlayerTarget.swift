@@ -1,5 +1,5 @@
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import NIOCore
 
 /// The player socket's input path: `LineFrameDecoder`, then each line as `RequestHeader` and as

@@ -1,7 +1,7 @@
 import Foundation
 import LockstepClient
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// What a fault scenario measured, and whether the group came through it as it must.
 public struct FaultOutcome: Sendable, Codable {

@@ -1,6 +1,7 @@
 import Foundation
 import LockstepClient
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 
 /// A network lab of several hosts on this machine, driven through `tools/lab`: for lab tests
 /// and benchmarks. Each host has its own network namespace, `/run`, dbus and avahi-daemon, and

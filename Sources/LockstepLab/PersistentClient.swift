@@ -1,6 +1,6 @@
 import Foundation
 import LockstepClient
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// A connection to an agent that stays open across calls (``LockstepClient`` scopes its
 /// connection to a closure). Benchmarks use it so that connecting is not part of what they time.

@@ -1,7 +1,7 @@
 import Foundation
 import LockstepClient
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// A lab whose hosts each run an agent and a reference player, all following one group
 /// timeline: the starting point of the fault scenarios.

@@ -1,4 +1,4 @@
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// The truth behind lab agents' simulated device clocks (`lockstepd --sim-clock-offset`,
 /// `--sim-clock-skew`): every host shares one kernel clock, so each device clock is a known line

@@ -1,7 +1,7 @@
 import Foundation
 import LockstepClient
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import Synchronization
 
 /// `lockstep mpv`'s shell: one mpv (its JSON IPC socket) and the local agent (its player

@@ -1,5 +1,5 @@
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// What `lockstep mpv` does between one mpv and the local agent, with no I/O: it takes what mpv
 /// and the agent said (and the host time), and returns what to tell each of them. The shell

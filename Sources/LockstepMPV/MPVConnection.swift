@@ -1,6 +1,6 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -6,6 +6,7 @@ import Darwin
 import Foundation
 import LockstepCore
 import Synchronization
+import LockstepPlayerProtocol
 
 /// How to start a headless mpv that a program drives over its IPC socket.
 ///

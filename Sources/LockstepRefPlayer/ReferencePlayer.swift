@@ -1,7 +1,7 @@
 import Foundation
 import LockstepClient
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// A headless player that "plays" a virtual timeline off the host clock and speaks the player
 /// protocol through ``LockstepClient``: the precise reference for Lockstep's own tests and
@@ -43,7 +43,7 @@ public actor ReferencePlayer {
 
     public let configuration: Configuration
     public private(set) var playback: VirtualPlayback
-    private var rng: SplitMix
+    private var rng: SplitMix64
     private var log: (@Sendable (String) -> Void)?
     private var corrections = 0
     private var correctionRestore: (at: Int64, rate: Double)?
@@ -51,7 +51,7 @@ public actor ReferencePlayer {
     public init(configuration: Configuration, log: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
         self.playback = VirtualPlayback(driftPPM: configuration.driftPPM, at: MonotonicClock.read())
-        self.rng = SplitMix(seed: configuration.seed)
+        self.rng = SplitMix64(seed: configuration.seed)
         self.log = log
     }
 
@@ -171,15 +171,3 @@ public actor ReferencePlayer {
     }
 }
 
-/// SplitMix64: a small seedable generator for the modelled jitter.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LockstepCore
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// Clock estimation against the known truth, and chrony on the same link.
 ///

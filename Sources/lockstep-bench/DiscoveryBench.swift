@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// Time from agent start to all peers reachable, for several lab sizes.
 struct DiscoveryBench: AsyncParsableCommand {

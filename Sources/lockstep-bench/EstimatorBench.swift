@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LockstepCore
+import LockstepPlayerProtocol
 
 /// `lockstep-bench estimator`: what one clock sample costs the agent. Every agent feeds every
 /// peer's samples (4–40 a second each) to its ``ClockEstimator``, so `onSample` must stay cheap at

@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import Foundation
 import LockstepCore
+import LockstepPlayerProtocol
 
 /// `lockstep-bench flood`: a stranger on the LAN sending datagrams as fast as asked, for the
 /// faults benchmark (run inside a lab host). Half look like Lockstep datagrams from random

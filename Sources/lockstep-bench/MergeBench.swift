@@ -3,7 +3,7 @@ import Foundation
 import LockstepClient
 import LockstepCore
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// Time from a command on one peer until every peer holds it.
 struct MergeBench: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import Foundation
 import LockstepCore
 import LockstepLab
 import LockstepMPV
+import LockstepPlayerProtocol
 
 /// The users' script for `tools/bench mpv`, the same for every ``MpvSyncSystem``, and what the
 /// probe's tracks say about it.

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LockstepCore
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// Reference players on lab hosts with simulated clocks: how close together they start, seek and
 /// stay, and how long from a user's intent to the synchronized start.
@@ -21,7 +21,7 @@ struct PlayersBench: AsyncParsableCommand {
 
     func run() async throws {
         try options.check()
-        var rng = SplitMixBench(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var report = Report(benchmark: "players")
         let lab = try Lab(hosts: hosts, name: "bp")
         defer { lab.destroy() }
@@ -121,15 +121,3 @@ struct PlayersBench: AsyncParsableCommand {
     }
 }
 
-/// A seedable generator for the benchmark's random clocks.
-struct SplitMixBench: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LockstepCore
 import LockstepRefPlayer
-import LockstepWire
+import LockstepPlayerProtocol
 
 /// `lockstep-refplayer`: the reference player (see `ReferencePlayer`).
 @main

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LockstepAgent
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import Logging
 import ServiceLifecycle
 

@@ -1,7 +1,7 @@
 import Foundation
 import LockstepCore
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 /// Clock estimates against the known truth on real lab hosts: every agent runs a simulated

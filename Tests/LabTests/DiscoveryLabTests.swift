@@ -1,6 +1,7 @@
 import Foundation
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 import Testing
 
 /// Discovery and membership on real hosts: network namespaces, each with its own avahi-daemon.

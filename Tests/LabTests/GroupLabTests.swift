@@ -1,7 +1,7 @@
 import Foundation
 import LockstepClient
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 /// The leaderless group state on real hosts.

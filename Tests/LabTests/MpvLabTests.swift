@@ -3,6 +3,7 @@ import LockstepCore
 import LockstepLab
 import LockstepMPV
 import Testing
+import LockstepPlayerProtocol
 
 /// mpv in lab hosts, driven and probed from the main namespace through sockets under the
 /// lab's directory; and `lockstep mpv` bridging them to their agents, in step.

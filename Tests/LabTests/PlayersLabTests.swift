@@ -1,7 +1,7 @@
 import Foundation
 import LockstepCore
 import LockstepLab
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 /// Reference players on real hosts: they start together, a late one joins where the group is,

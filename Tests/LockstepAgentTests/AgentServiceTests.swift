@@ -1,7 +1,7 @@
 import Foundation
 import LockstepClient
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import LockstepTestKit
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 import LockstepClient
 import LockstepCore
 import LockstepTestKit
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 /// Bad input on the player socket: an error reply or a clean disconnect, the agent unaffected.

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import LockstepAgent
+import LockstepPlayerProtocol
 
 /// The conversion of the kernel's realtime receive timestamps onto CLOCK_MONOTONIC.
 @Suite("Receive timestamps")

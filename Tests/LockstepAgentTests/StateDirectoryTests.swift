@@ -1,6 +1,6 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPeerWire
 import LockstepTestKit
 import Testing
 

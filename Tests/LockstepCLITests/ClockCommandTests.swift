@@ -1,4 +1,4 @@
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 @testable import LockstepCLI

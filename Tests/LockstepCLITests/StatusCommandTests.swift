@@ -1,6 +1,6 @@
 import Foundation
 import LockstepTestKit
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 @testable import LockstepCLI

@@ -1,6 +1,6 @@
 import LockstepCore
 import LockstepMPV
-import LockstepWire
+import LockstepPlayerProtocol
 import Testing
 
 /// The bridge's decisions, with time as an argument: who changed mpv (the user or the bridge),

@@ -6,6 +6,7 @@ import LockstepCore
 import LockstepLab
 import LockstepMPV
 import Testing
+import LockstepPlayerProtocol
 
 /// A fresh headless mpv (mpv is a dependency of the project: tools/test installs it).
 private func launchMPV(media: String? = nil, paused: Bool = true) async throws -> MPVProcess {

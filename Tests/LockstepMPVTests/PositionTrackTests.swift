@@ -1,4 +1,5 @@
 import LockstepCore
+import LockstepLab
 import LockstepMPV
 import Testing
 

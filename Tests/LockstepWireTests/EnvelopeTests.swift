@@ -1,7 +1,7 @@
 import LockstepCore
 import Testing
 
-@testable import LockstepWire
+@testable import LockstepPeerWire
 
 @Suite("Envelope")
 struct EnvelopeTests {

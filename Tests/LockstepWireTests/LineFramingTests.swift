@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import LockstepWire
+@testable import LockstepPlayerProtocol
 
 @Suite("Line framing")
 struct LineFramingTests {

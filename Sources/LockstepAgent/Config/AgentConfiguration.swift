@@ -1,5 +1,5 @@
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
 import Logging
 
 /// Everything an agent is started with. `lockstepd` fills it from flags and environment

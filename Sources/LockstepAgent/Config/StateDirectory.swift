@@ -1,6 +1,6 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPeerWire
 
 /// The agent's persistent identity and settings, in its state directory:
 ///

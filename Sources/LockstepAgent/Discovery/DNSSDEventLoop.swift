@@ -7,6 +7,7 @@ import CDNSSD
 import LockstepCore
 import Logging
 import Synchronization
+import LockstepPlayerProtocol
 
 /// Commands from other threads to the DNS-SD thread, and the pipe that wakes it.
 ///

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Logging
-import LockstepWire
+import LockstepPlayerProtocol
 import NIOCore
 import NIOPosix
 import Synchronization

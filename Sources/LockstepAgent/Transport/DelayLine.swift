@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import LockstepCore
+import LockstepPlayerProtocol
 
 /// Sends datagrams later: the delay and jitter half of the impairment layer (test hook).
 ///

@@ -1,5 +1,6 @@
 import LockstepCore
 import Synchronization
+import LockstepPlayerProtocol
 
 /// The agent's device clock, shared by the agent and its transport, changeable at run time by
 /// the `sim_clock` test hook (to make a peer's clock jump or drift mid-run). In production it is

@@ -7,6 +7,7 @@ import CLockstepPosix
 import Foundation
 import LockstepCore
 import Synchronization
+import LockstepPlayerProtocol
 
 /// The UDP socket to peers, with kernel receive timestamps.
 ///

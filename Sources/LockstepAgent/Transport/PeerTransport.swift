@@ -1,6 +1,7 @@
 import Foundation
 import LockstepCore
-import LockstepWire
+import LockstepPlayerProtocol
+import LockstepPeerWire
 import Logging
 import Synchronization
 
@@ -126,7 +127,7 @@ public final class PeerTransport: Sendable {
         let plaintext = message.encoded()
         guard plaintext.count <= Envelope.maxPlaintextBytes else {
             count("too_large_to_send")
-            logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(message.typeCode)", "message.bytes": "\(plaintext.count)"])
+            logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(MessageType(message))", "message.bytes": "\(plaintext.count)"])
             return
         }
         let datagram = sealer.seal(plaintext, with: key)

@@ -31,25 +31,6 @@ public enum PeerMessage: Equatable, Sendable {
     /// The key of this epoch is installed.
     case keyAck(epoch: UInt32)
 
-    /// The one-byte message type on the wire.
-    public var typeCode: UInt8 {
-        switch self {
-        case .clockRequest: 0x01
-        case .clockReply: 0x02
-        case .clockFollowUp: 0x05
-        case .hello: 0x03
-        case .goodbye: 0x04
-        case .itemRecord: 0x10
-        case .currentRecord: 0x11
-        case .ack: 0x12
-        case .digest: 0x13
-        case .participant: 0x14
-        case .clockReport: 0x20
-        case .keyUpdate: 0x30
-        case .keyAck: 0x31
-        }
-    }
-
     public static let maxNameBytes = 64
     public static let maxDigestItems = GroupState.maxItems
     public static let maxParticipantDigests = 64

@@ -5,11 +5,12 @@ import Darwin
 #endif
 import Synchronization
 
-/// A source of the current time, in nanoseconds on a monotonic scale.
+/// A source of host time: the machine's `CLOCK_MONOTONIC` in nanoseconds, the time players and
+/// the agent speak on the player socket.
 ///
-/// Everything in `LockstepCore` takes the time as an argument; the shell reads it from a
-/// `HostClock`. Production uses ``MonotonicClock``; tests use ``ManualClock`` and move time
-/// by hand, so nothing sleeps.
+/// Every shell (agent, transport, discovery, mpv bridge, reference player) is given one clock and
+/// reads it once per event; production passes ``MonotonicClock``, tests a ``ManualClock`` that
+/// moves only when told, so that logic is tested without sleeping.
 public protocol HostClock: Sendable {
     /// Nanoseconds on this clock's monotonic scale. Never steps backwards.
     func now() -> Int64
@@ -60,24 +61,5 @@ public final class ManualClock: HostClock {
             precondition(time >= $0, "a monotonic clock does not go backwards")
             $0 = time
         }
-    }
-}
-
-/// Time units as `Int64` nanoseconds, so that `3 * .second` reads as what it is.
-public enum Nanos {
-    public static let microsecond: Int64 = 1_000
-    public static let millisecond: Int64 = 1_000_000
-    public static let second: Int64 = 1_000_000_000
-
-    /// Nanoseconds from seconds, rounded to the nearest nanosecond.
-    @inline(__always)
-    public static func from(seconds: Double) -> Int64 {
-        Int64((seconds * 1e9).rounded())
-    }
-
-    /// Seconds from nanoseconds.
-    @inline(__always)
-    public static func seconds(_ ns: Int64) -> Double {
-        Double(ns) / 1e9
     }
 }

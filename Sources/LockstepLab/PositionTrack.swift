@@ -1,4 +1,5 @@
 import LockstepCore
+import LockstepMPV
 
 /// One reading of a player's media position: mpv evaluated it somewhere between `sentAt` and
 /// `receivedAt` (host time, ns), so it is placed at the middle of that round trip.

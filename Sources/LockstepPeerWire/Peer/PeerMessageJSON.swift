@@ -1,7 +1,17 @@
+import LockstepCore
+
 /// A JSON form of every peer message, for the test vectors in `Protocol/vectors/` and for
 /// debugging: `{"type": "clock_request", "exchange": 7, "t1": 1000}`. The wire form is binary
-/// (see `LockstepWire`); this one only describes it.
-extension PeerMessage: Codable {
+/// (``PeerMessage/encoded()``); this one only describes it. The record types inside are `Codable`
+/// in the core; the message itself is wrapped here, beside the one table of type names
+/// (``MessageType``).
+public struct PeerMessageJSON: Codable, Equatable, Sendable {
+    public var message: PeerMessage
+
+    public init(_ message: PeerMessage) {
+        self.message = message
+    }
+
     enum CodingKeys: String, CodingKey {
         case type, exchange, t1, t2, t3, name
         case wantsReply = "wants_reply"
@@ -9,55 +19,36 @@ extension PeerMessage: Codable {
         case record, relay, stamp, digest, participants, participant, report, epoch, key
     }
 
-    /// The message's name in the JSON form and in the spec.
-    public var typeName: String {
-        switch self {
-        case .clockRequest: "clock_request"
-        case .clockReply: "clock_reply"
-        case .clockFollowUp: "clock_follow_up"
-        case .hello: "hello"
-        case .goodbye: "goodbye"
-        case .itemRecord: "item_record"
-        case .currentRecord: "current_record"
-        case .ack: "ack"
-        case .digest: "digest"
-        case .participant: "participant"
-        case .clockReport: "clock_report"
-        case .keyUpdate: "key_update"
-        case .keyAck: "key_ack"
-        }
-    }
-
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let type = try c.decode(String.self, forKey: .type)
         switch type {
         case "clock_request":
-            self = .clockRequest(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1))
+            message = .clockRequest(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1))
         case "clock_reply":
-            self = .clockReply(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(Int64.self, forKey: .t2), t3: try c.decode(Int64.self, forKey: .t3))
+            message = .clockReply(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(Int64.self, forKey: .t2), t3: try c.decode(Int64.self, forKey: .t3))
         case "clock_follow_up":
-            self = .clockFollowUp(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t3: try c.decode(Int64.self, forKey: .t3))
+            message = .clockFollowUp(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t3: try c.decode(Int64.self, forKey: .t3))
         case "hello":
-            self = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
+            message = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
-            self = .goodbye
+            message = .goodbye
         case "item_record":
-            self = .itemRecord(try c.decode(ItemRecord.self, forKey: .record), relay: try c.decodeIfPresent(RelayAnchor.self, forKey: .relay), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
+            message = .itemRecord(try c.decode(ItemRecord.self, forKey: .record), relay: try c.decodeIfPresent(RelayAnchor.self, forKey: .relay), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
         case "current_record":
-            self = .currentRecord(try c.decode(CurrentRecord.self, forKey: .record), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
+            message = .currentRecord(try c.decode(CurrentRecord.self, forKey: .record), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
         case "ack":
-            self = .ack(stamp: try c.decode(Stamp.self, forKey: .stamp))
+            message = .ack(stamp: try c.decode(Stamp.self, forKey: .stamp))
         case "digest":
-            self = .digest(try c.decode(GroupDigest.self, forKey: .digest), participants: try c.decode([ParticipantDigest].self, forKey: .participants), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
+            message = .digest(try c.decode(GroupDigest.self, forKey: .digest), participants: try c.decode([ParticipantDigest].self, forKey: .participants), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "participant":
-            self = .participant(try c.decode(ParticipantRecord.self, forKey: .participant))
+            message = .participant(try c.decode(ParticipantRecord.self, forKey: .participant))
         case "clock_report":
-            self = .clockReport(try c.decode(ClockReport.self, forKey: .report))
+            message = .clockReport(try c.decode(ClockReport.self, forKey: .report))
         case "key_update":
-            self = .keyUpdate(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key))
+            message = .keyUpdate(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key))
         case "key_ack":
-            self = .keyAck(epoch: try c.decode(UInt32.self, forKey: .epoch))
+            message = .keyAck(epoch: try c.decode(UInt32.self, forKey: .epoch))
         default:
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown peer message type \(type)")
         }
@@ -65,8 +56,8 @@ extension PeerMessage: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(typeName, forKey: .type)
-        switch self {
+        try c.encode(MessageType(message).name, forKey: .type)
+        switch message {
         case .clockRequest(let exchange, let t1):
             try c.encode(exchange, forKey: .exchange)
             try c.encode(t1, forKey: .t1)

@@ -16,7 +16,7 @@ import Synchronization
 /// incarnation is new at each start and its sequence only grows. See `Protocol/peer-protocol.md`.
 public enum Envelope {
     public static let magic: [UInt8] = [0x4C, 0x4B]  // "LK"
-    public static let version: UInt8 = 1
+    public static let version = UInt8(PeerProtocol.version)
     public static let headerBytes = 36
     public static let tagBytes = 16
     /// The largest datagram an agent sends or accepts (fits a 1500-byte Ethernet MTU over IPv6).

@@ -6,7 +6,7 @@ extension PeerMessage {
     /// The message's bytes (the plaintext of an envelope).
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
-        w.u8(typeCode)
+        w.u8(MessageType(self).rawValue)
         switch self {
         case .clockRequest(let exchange, let t1):
             w.u32(exchange)
@@ -143,21 +143,22 @@ extension PeerMessage {
     /// Decodes a message, refusing anything malformed, oversized or with trailing bytes.
     public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> PeerMessage {
         var r = ByteReader(bytes)
-        let type = try r.u8("type")
+        let code = try r.u8("type")
+        guard let type = MessageType(rawValue: code) else { throw .unknownType(code) }
         let message: PeerMessage
         switch type {
-        case 0x01:
+        case .clockRequest:
             message = .clockRequest(exchange: try r.u32("exchange"), t1: try r.i64("t1"))
-        case 0x02:
+        case .clockReply:
             message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2"), t3: try r.i64("t3"))
-        case 0x05:
+        case .clockFollowUp:
             message = .clockFollowUp(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t3: try r.i64("t3"))
-        case 0x03:
+        case .hello:
             let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
-        case 0x04:
+        case .goodbye:
             message = .goodbye
-        case 0x10:
+        case .itemRecord:
             let flags = try readFlags(&r, allowed: 3)
             let record = try readItemRecord(&r)
             var relay: RelayAnchor?
@@ -165,7 +166,7 @@ extension PeerMessage {
                 relay = RelayAnchor(anchorTime: try r.i64("relay.anchor_time"), errorBoundNs: try nonNegative(r.i64("relay.error_bound"), "relay.error_bound"))
             }
             message = .itemRecord(record, relay: relay, wantsAck: flags & 1 != 0)
-        case 0x11:
+        case .currentRecord:
             let flags = try readFlags(&r, allowed: 3)
             var item: ItemID?
             if flags & 2 != 0 { item = try readItem(&r) }
@@ -173,9 +174,9 @@ extension PeerMessage {
             let stamp = try readStamp(&r)
             let version = try readVersion(&r)
             message = .currentRecord(CurrentRecord(item: item, metadata: metadata, stamp: stamp, version: version), wantsAck: flags & 1 != 0)
-        case 0x12:
+        case .ack:
             message = .ack(stamp: try readStamp(&r))
-        case 0x13:
+        case .digest:
             let flags = try readFlags(&r, allowed: 3)
             let current = flags & 2 != 0 ? try readStamp(&r) : nil
             let n = Int(try r.u8("items.count"))
@@ -189,7 +190,7 @@ extension PeerMessage {
                 ps.append(ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation"), version: try r.u64("participant.version")))
             }
             message = .digest(GroupDigest(current: current, items: items), participants: ps, wantsReply: flags & 1 != 0)
-        case 0x14:
+        case .participant:
             let peer = try readPeer(&r, "peer")
             let incarnation = try r.u64("incarnation")
             let version = try r.u64("version")
@@ -198,7 +199,7 @@ extension PeerMessage {
             var players: [PlayerStatus] = []
             for _ in 0..<n { players.append(try readPlayer(&r)) }
             message = .participant(ParticipantRecord(peer: peer, incarnation: incarnation, version: version, players: players))
-        case 0x20:
+        case .clockReport:
             let n = Int(try r.u8("entries.count"))
             guard n <= maxReportEntries else { throw .tooLong(field: "entries", limit: maxReportEntries) }
             var entries: [ClockReport.Entry] = []
@@ -221,12 +222,10 @@ extension PeerMessage {
                     hardBoundNs: hard, hardGrowthPPM: hardGrowth, delayNs: delay, sampleCount: samples, lastSampleLocal: last)))
             }
             message = .clockReport(ClockReport(entries: entries))
-        case 0x30:
+        case .keyUpdate:
             message = .keyUpdate(epoch: try r.u32("epoch"), key: Array(try r.raw(32, "key")))
-        case 0x31:
+        case .keyAck:
             message = .keyAck(epoch: try r.u32("epoch"))
-        default:
-            throw .unknownType(type)
         }
         try r.expectEnd()
         return message

@@ -1,5 +1,7 @@
 import LockstepCore
+import LockstepMPV
 import Synchronization
+import LockstepPlayerProtocol
 
 /// Reads several players' positions over their IPC, each reading stamped with host times, so
 /// that their positions can be compared at common host instants.

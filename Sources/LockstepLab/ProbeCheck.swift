@@ -1,4 +1,6 @@
 import LockstepCore
+import LockstepMPV
+import LockstepPlayerProtocol
 
 /// Proves ``PositionProbe``'s precision: two players are put a known distance apart and the
 /// probe must find that distance.

@@ -1,0 +1,18 @@
+/// SplitMix64 (Steele, Lea & Flood, 2014): a small, fast, seedable generator. The one seeded
+/// generator of the project: simulations, benchmarks and the reference player's modelled jitter
+/// use it so that a seed reproduces a run exactly. The protocol logic itself draws no random numbers.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

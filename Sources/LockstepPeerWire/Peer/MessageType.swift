@@ -1,0 +1,59 @@
+import LockstepCore
+
+/// The one-byte type of a peer message on the wire (`Protocol/peer-protocol.md` §4): the one
+/// table both the encoder and the decoder use.
+public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case clockRequest = 0x01
+    case clockReply = 0x02
+    case hello = 0x03
+    case goodbye = 0x04
+    case clockFollowUp = 0x05
+    case itemRecord = 0x10
+    case currentRecord = 0x11
+    case ack = 0x12
+    case digest = 0x13
+    case participant = 0x14
+    case clockReport = 0x20
+    case keyUpdate = 0x30
+    case keyAck = 0x31
+
+    /// The type of `message`.
+    public init(_ message: PeerMessage) {
+        switch message {
+        case .clockRequest: self = .clockRequest
+        case .clockReply: self = .clockReply
+        case .clockFollowUp: self = .clockFollowUp
+        case .hello: self = .hello
+        case .goodbye: self = .goodbye
+        case .itemRecord: self = .itemRecord
+        case .currentRecord: self = .currentRecord
+        case .ack: self = .ack
+        case .digest: self = .digest
+        case .participant: self = .participant
+        case .clockReport: self = .clockReport
+        case .keyUpdate: self = .keyUpdate
+        case .keyAck: self = .keyAck
+        }
+    }
+
+    /// The name in the spec and in the JSON form of the vectors.
+    public var name: String {
+        switch self {
+        case .clockRequest: "clock_request"
+        case .clockReply: "clock_reply"
+        case .clockFollowUp: "clock_follow_up"
+        case .hello: "hello"
+        case .goodbye: "goodbye"
+        case .itemRecord: "item_record"
+        case .currentRecord: "current_record"
+        case .ack: "ack"
+        case .digest: "digest"
+        case .participant: "participant"
+        case .clockReport: "clock_report"
+        case .keyUpdate: "key_update"
+        case .keyAck: "key_ack"
+        }
+    }
+
+    public var description: String { name }
+}
