@@ -14,23 +14,19 @@ extension Agent {
         }
         let command: GroupCommand
         switch request.action {
-        case "play":
+        case .play:
             command = .play(rate: request.rate)
-        case "pause":
+        case .pause:
             command = .pause
-        case "seek":
-            guard let p = request.positionNs else { throw ProtocolError(.invalidField, "seek needs position_ns") }
-            command = .seek(position: p)
-        case "rate":
-            guard let r = request.rate else { throw ProtocolError(.invalidField, "rate needs rate") }
-            command = .setRate(r)
-        case "stop":
+        case .seek:
+            command = .seek(position: request.positionNs ?? 0)
+        case .rate:
+            command = .setRate(request.rate ?? 1)
+        case .stop:
             command = .stop
-        case "load":
+        case .load:
             guard let item else { throw ProtocolError(.invalidField, "load needs item") }
             command = .load(item, ItemMetadata(title: request.title, artworkURL: request.artworkURL, durationNs: request.durationNs))
-        default:
-            throw ProtocolError(.invalidField, "action must be play, pause, seek, rate, stop or load, not '\(request.action.truncated(toUTF8: 32))'")
         }
         let (directives, result) = node.issue(command, item: command.action == .load ? nil : item, reason: nil, now: now)
         if case .failure(let error) = result { throw ProtocolError(.invalidState, error.description) }
@@ -72,13 +68,13 @@ extension Agent {
         let local = node.localTimeline(of: r, now: now)
         return ItemView(
             id: r.item.value, title: r.metadata.title, artworkURL: r.metadata.artworkURL, durationNs: r.metadata.durationNs,
-            state: r.timeline.phase.description, hostTimeNs: anchor.map { deviceClock.host(fromDevice: $0.time) },
+            state: TimelineState(r.timeline.phase), hostTimeNs: anchor.map { deviceClock.host(fromDevice: $0.time) },
             positionNs: r.timeline.position, rate: r.timeline.rate, positionNowNs: local.map { $0.position(at: now) },
             originTimeNs: r.timeline.anchorTime, anchorBoundNs: anchor?.boundNs, origin: origin(of: r))
     }
 
     func origin(of r: ItemRecord) -> Origin {
-        Origin(peerID: r.stamp.origin.hex, name: name(of: r.stamp.origin), action: r.action.description, reason: r.reason, local: r.stamp.origin == identity.peerID, lamport: r.stamp.lamport)
+        Origin(peerID: r.stamp.origin.hex, name: name(of: r.stamp.origin), action: Origin.Action(r.action), reason: r.reason, local: r.stamp.origin == identity.peerID, lamport: r.stamp.lamport)
     }
 
     func name(of peer: PeerID) -> String {
@@ -92,23 +88,58 @@ extension Agent {
         let event: StateChangedEvent
         switch change.kind {
         case .item(let r):
-            event = StateChangedEvent(hostTimeNs: host, change: "item", itemID: r.item.value, origin: origin(of: r), state: stateView())
+            event = StateChangedEvent(hostTimeNs: host, change: .item, itemID: r.item.value, origin: origin(of: r), state: stateView())
             logger.info("group timeline changed", metadata: [
                 "group.item": "\(r.item.value.truncated(toUTF8: 80))", "group.action": "\(r.action)", "group.state": "\(r.timeline.phase)",
                 "group.origin": "\(name(of: r.stamp.origin))", "group.stamp": "\(r.stamp)",
             ])
         case .current(let c):
-            let o = Origin(peerID: c.stamp.origin.hex, name: name(of: c.stamp.origin), action: c.item == nil ? "stop" : "load", reason: nil, local: change.local, lamport: c.stamp.lamport)
-            event = StateChangedEvent(hostTimeNs: host, change: "current", itemID: c.item?.value, origin: o, state: stateView())
+            let o = Origin(peerID: c.stamp.origin.hex, name: name(of: c.stamp.origin), action: c.item == nil ? .stop : .load, reason: nil, local: change.local, lamport: c.stamp.lamport)
+            event = StateChangedEvent(hostTimeNs: host, change: .current, itemID: c.item?.value, origin: o, state: stateView())
             logger.info("group item changed", metadata: ["group.item": "\(c.item?.value.truncated(toUTF8: 80) ?? "none")", "group.origin": "\(o.name)"])
         }
-        broadcast(event, topic: "state")
+        broadcast(event, topic: .state)
     }
 
     /// Sends `event` to every client subscribed to `topic`.
-    func broadcast(_ event: some Encodable & Sendable, topic: String) {
+    func broadcast(_ event: some Encodable & Sendable, topic: Topic) {
         guard clients.values.contains(where: { $0.topics.contains(topic) }) else { return }
         guard let line = try? PlayerJSON.encode(event) else { return }
         for c in clients.values where c.topics.contains(topic) { c.connection.send(line) }
+    }
+}
+
+extension TimelineState {
+    init(_ phase: Timeline.Phase) {
+        switch phase {
+        case .stopped: self = .stopped
+        case .paused: self = .paused
+        case .waiting: self = .waiting
+        case .playing: self = .playing
+        }
+    }
+}
+
+extension Origin.Action {
+    init(_ action: Action) {
+        switch action {
+        case .load: self = .load
+        case .play: self = .play
+        case .pause: self = .pause
+        case .seek: self = .seek
+        case .setRate: self = .rate
+        case .stop: self = .stop
+        case .start: self = .start
+        }
+    }
+}
+
+extension Readiness {
+    init(_ readiness: PlayerStatus.Readiness) {
+        switch readiness {
+        case .loading: self = .loading
+        case .ready: self = .ready
+        case .buffering: self = .buffering
+        }
     }
 }

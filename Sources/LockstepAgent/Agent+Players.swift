@@ -28,18 +28,17 @@ extension Agent {
             let id = try playerID(of: client)
             let r = try PlayerJSON.decode(LoadRequest.self, from: line)
             guard let item = ItemID(r.item) else { throw ProtocolError(.invalidField, "item must be 1-\(ItemID.maxBytes) bytes") }
-            let share = r.share ?? "group"
-            guard share == "group" || share == "solo" else { throw ProtocolError(.invalidField, "share must be \"group\" or \"solo\"") }
-            let (d, result) = node.playerLoad(id: id, item: item, metadata: ItemMetadata(title: r.title, artworkURL: r.artworkURL, durationNs: r.durationNs), solo: share == "solo", now: now())
+            let share = r.share ?? .group
+            let (d, result) = node.playerLoad(id: id, item: item, metadata: ItemMetadata(title: r.title, artworkURL: r.artworkURL, durationNs: r.durationNs), solo: share == .solo, now: now())
             let outcome = try result.get()
             // The reply first: events the load caused follow it.
-            reply(LoadResult(outcome: "\(outcome)", item: item.value))
+            reply(LoadResult(outcome: LoadOutcomeName(outcome), item: item.value))
             execute(d)
         case "join_group":
             let id = try playerID(of: client)
             let (d, result) = node.playerJoinGroup(id: id, now: now())
             guard case .success(let current) = result else { throw ProtocolError(.invalidState, "the group plays nothing yet") }
-            reply(LoadResult(outcome: "adopted", item: current.item?.value ?? ""))
+            reply(LoadResult(outcome: .adopted, item: current.item?.value ?? ""))
             execute(d)
         case "unload":
             let id = try playerID(of: client)
@@ -54,16 +53,10 @@ extension Agent {
             let r = try PlayerJSON.decode(IntentRequest.self, from: line)
             let command: GroupCommand
             switch r.action {
-            case "play": command = .play(rate: r.rate)
-            case "pause": command = .pause
-            case "seek":
-                guard let p = r.positionNs else { throw ProtocolError(.invalidField, "seek needs position_ns") }
-                command = .seek(position: p)
-            case "rate":
-                guard let rate = r.rate else { throw ProtocolError(.invalidField, "rate needs rate") }
-                command = .setRate(rate)
-            default:
-                throw ProtocolError(.invalidField, "action must be play, pause, seek or rate")
+            case .play: command = .play(rate: r.rate)
+            case .pause: command = .pause
+            case .seek: command = .seek(position: r.positionNs ?? 0)
+            case .rate: command = .setRate(r.rate ?? 1)
             }
             let (d, result) = node.playerIntent(id: id, command, now: now())
             if case .failure(let e) = result { throw ProtocolError(.invalidState, e.description) }
@@ -96,10 +89,10 @@ extension Agent {
         case "players":
             reply(playersView())
         case "suspend_player":
-            let r = try PlayerJSON.decode(AdminSuspendRequest.self, from: line)
+            let r = try PlayerJSON.decode(SuspendPlayerRequest.self, from: line)
             try beginSuspension(try adminTarget(r.playerID), reason: r.reason ?? "interruption", reply: reply)
         case "resume_player":
-            let r = try PlayerJSON.decode(AdminResumeRequest.self, from: line)
+            let r = try PlayerJSON.decode(ResumePlayerRequest.self, from: line)
             let id = try adminTarget(r.playerID)
             guard let sid = r.suspensionID ?? node.players[id]?.suspensions.last(where: { !$0.imposed })?.id else {
                 throw ProtocolError(.invalidState, "player \(id) is not suspended")
@@ -145,25 +138,25 @@ extension Agent {
         guard let client = clients.values.first(where: { $0.playerID == id })?.connection else { return }
         switch instruction {
         case .timeline(let item, let phase, let position, let rate, let at, let record):
-            client.send(TimelineEvent(item: item.value, state: phase.description, positionNs: position, rate: hostRate(rate), hostTimeNs: hostTime(at), origin: origin(of: record)))
+            client.send(TimelineEvent(item: item.value, state: TimelineState(phase), positionNs: position, rate: hostRate(rate), hostTimeNs: hostTime(at), origin: origin(of: record)))
         case .wait(let item, let position, let at, let waitingFor, let record):
             client.send(WaitEvent(item: item.value, positionNs: position, hostTimeNs: hostTime(at), waitingFor: waitingFor.map { WaitingForView(peerName: name(of: $0.peer), player: $0.name, why: $0.why) }, origin: origin(of: record)))
         case .correction(let c):
             switch c {
             case .rate(let rate, let until, let error):
-                client.send(CorrectionEvent(kind: "rate", rate: hostRate(rate), untilHostTimeNs: hostTime(until), errorNs: error))
+                client.send(CorrectionEvent(kind: .rate, rate: hostRate(rate), untilHostTimeNs: hostTime(until), errorNs: error))
             case .seek(let position, let at, let error):
-                client.send(CorrectionEvent(kind: "seek", positionNs: position, hostTimeNs: hostTime(at), errorNs: error))
+                client.send(CorrectionEvent(kind: .seek, positionNs: position, hostTimeNs: hostTime(at), errorNs: error))
             }
         case .participants(let item, let list):
             client.send(ParticipantsEvent(item: item.value, participants: list.map(participantView)))
         case .itemProposed(let c):
-            let o = Origin(peerID: c.stamp.origin.hex, name: name(of: c.stamp.origin), action: c.item == nil ? "stop" : "load", reason: nil, local: c.stamp.origin == identity.peerID, lamport: c.stamp.lamport)
+            let o = Origin(peerID: c.stamp.origin.hex, name: name(of: c.stamp.origin), action: c.item == nil ? .stop : .load, reason: nil, local: c.stamp.origin == identity.peerID, lamport: c.stamp.lamport)
             client.send(ItemProposedEvent(item: c.item?.value, title: c.metadata.title, artworkURL: c.metadata.artworkURL, durationNs: c.metadata.durationNs, origin: o))
         case .groupPlayback(let active, let reason):
             client.send(GroupPlaybackEvent(active: active, reason: reason))
         case .suspension(let began, let sid, let reason, let imposed):
-            client.send(SuspensionEvent(change: began ? "began" : "ended", suspensionID: sid, reason: reason, by: imposed ? "agent" : "player"))
+            client.send(SuspensionEvent(change: began ? .began : .ended, suspensionID: sid, reason: reason, by: imposed ? .agent : .player))
         }
         if case .correction(let c) = instruction {
             logger.debug("player correction", metadata: ["player.id": "\(id)", "player.correction": "\(c)"])
@@ -171,7 +164,7 @@ extension Agent {
     }
 
     func participantView(_ p: ParticipantInfo) -> ParticipantView {
-        ParticipantView(peerID: p.peer.hex, peerName: name(of: p.peer), playerID: p.playerID, name: p.name, readiness: p.readiness.description, suspensionReasons: p.suspensions, local: p.local)
+        ParticipantView(peerID: p.peer.hex, peerName: name(of: p.peer), playerID: p.playerID, name: p.name, readiness: Readiness(p.readiness), suspensionReasons: p.suspensions, local: p.local)
     }
 
     // MARK: - Views
@@ -182,7 +175,7 @@ extension Agent {
         let record = p.item.flatMap { node.replica.state.items[$0] }
         let inGroup = p.item != nil && !p.solo && !p.suspendedByPlayer && record != nil
         return PlaybackStatus(
-            item: p.item?.value, share: p.solo ? "solo" : "group", readiness: p.readiness.description, inGroupPlayback: inGroup,
+            item: p.item?.value, share: p.solo ? .solo : .group, readiness: Readiness(p.readiness), inGroupPlayback: inGroup,
             suspensionReasons: p.suspensions.map(\.reason), timeline: inGroup ? record.map { itemView($0, now: now) } : nil,
             participants: p.item.map { node.participants(on: $0).map(participantView) } ?? [])
     }
@@ -194,7 +187,7 @@ extension Agent {
         var list: [ParticipantWithItem] = []
         for (peer, record) in node.participants where peer == identity.peerID || node.membership.isReachable(peer) {
             for s in record.players {
-                let view = ParticipantView(peerID: peer.hex, peerName: name(of: peer), playerID: s.playerID, name: s.name, readiness: s.readiness.description, suspensionReasons: s.suspensions, local: peer == identity.peerID)
+                let view = ParticipantView(peerID: peer.hex, peerName: name(of: peer), playerID: s.playerID, name: s.name, readiness: Readiness(s.readiness), suspensionReasons: s.suspensions, local: peer == identity.peerID)
                 let item = s.itemHash.map { names[$0] ?? String($0, radix: 16) }
                 let syncError = peer == identity.peerID ? node.players[s.playerID]?.sync.lastErrorNs : nil
                 list.append(ParticipantWithItem(participant: view, item: item, solo: s.solo, outputLatencyNs: s.outputLatencyNs, startLatencyNs: s.startLatencyNs, syncErrorNs: syncError))
@@ -204,24 +197,12 @@ extension Agent {
     }
 }
 
-/// `suspend_player` (CLI): suspend a local player on its behalf, for testing.
-struct AdminSuspendRequest: Codable {
-    var playerID: UInt32?
-    var reason: String?
-    enum CodingKeys: String, CodingKey {
-        case playerID = "player_id"
-        case reason
-    }
-}
-
-/// `resume_player` (CLI): end a local player's suspension.
-struct AdminResumeRequest: Codable {
-    var playerID: UInt32?
-    var suspensionID: UInt32?
-    var proposePositionNs: Int64?
-    enum CodingKeys: String, CodingKey {
-        case playerID = "player_id"
-        case suspensionID = "suspension_id"
-        case proposePositionNs = "propose_position_ns"
+extension LoadOutcomeName {
+    init(_ outcome: LoadOutcome) {
+        switch outcome {
+        case .adopted: self = .adopted
+        case .proposed: self = .proposed
+        case .solo: self = .solo
+        }
     }
 }

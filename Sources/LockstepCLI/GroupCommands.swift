@@ -26,7 +26,7 @@ struct State: AsyncParsableCommand {
         if !others.isEmpty {
             lines.append("")
             lines.append(Table(headers: ["OTHER ITEM", "STATE", "POSITION", "RATE", "BY"], rows: others.map {
-                [$0.id, $0.state, $0.positionNowNs.map { Human.position(ns: $0) } ?? "?", Human.fixed($0.rate, 2), "\($0.origin.name) (\($0.origin.action))"]
+                [$0.id, $0.state.rawValue, $0.positionNowNs.map { Human.position(ns: $0) } ?? "?", Human.fixed($0.rate, 2), "\($0.origin.name) (\($0.origin.action))"]
             }).render())
         }
         return lines.joined(separator: "\n")
@@ -35,7 +35,7 @@ struct State: AsyncParsableCommand {
     static func itemFields(_ item: ItemView) -> [(String, String)] {
         var f: [(String, String)] = [("item", item.id)]
         if let t = item.title { f.append(("title", t)) }
-        f.append(("state", item.state))
+        f.append(("state", item.state.rawValue))
         f.append(("position", item.positionNowNs.map { Human.position(ns: $0) } ?? "unknown (waiting for the origin's clock)"))
         f.append(("rate", Human.fixed(item.rate, 2) + "×"))
         if let h = item.hostTimeNs {
@@ -66,13 +66,13 @@ struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Play the group's item (everyone starts at the same instant).")
     @OptionGroup var options: CommonOptions
     @Option(help: "Playback rate, e.g. 1.5.") var rate: Double?
-    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: "play", rate: rate)) }
+    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .play, rate: rate)) }
 }
 
 struct Pause: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Pause the group (everyone stops at the same position).")
     @OptionGroup var options: CommonOptions
-    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: "pause")) }
+    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .pause)) }
 }
 
 struct Seek: AsyncParsableCommand {
@@ -94,7 +94,7 @@ struct Seek: AsyncParsableCommand {
             }
             target = max(0, now + parsed.ns)
         }
-        try await CommandRunner.run(options, CommandRequest(action: "seek", positionNs: target))
+        try await CommandRunner.run(options, CommandRequest(action: .seek, positionNs: target))
     }
 
     /// Seconds or [h:]m:s, optionally signed (relative).
@@ -123,13 +123,13 @@ struct Rate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Change the group's playback rate (0.5, 1.5, 2…).")
     @OptionGroup var options: CommonOptions
     @Argument(help: "The rate.") var rate: Double
-    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: "rate", rate: rate)) }
+    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .rate, rate: rate)) }
 }
 
 struct Stop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop: the group plays nothing.")
     @OptionGroup var options: CommonOptions
-    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: "stop")) }
+    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .stop)) }
 }
 
 struct Load: AsyncParsableCommand {
@@ -137,7 +137,7 @@ struct Load: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
     @Argument(help: "The item's identity: a URL, a path, or a custom identifier shared by every device.") var item: String
     @Option(help: "A title shown to the others.") var title: String?
-    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: "load", item: item, title: title)) }
+    func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .load, item: item, title: title)) }
 }
 
 struct Watch: AsyncParsableCommand {
@@ -146,7 +146,11 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "Topics, comma-separated: state, peers, players.") var topics = "state,peers,players"
 
     func run() async throws {
-        let list = topics.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        let list = try topics.split(separator: ",").map { name in
+            let text = String(name).trimmingCharacters(in: .whitespaces)
+            guard let topic = Topic(rawValue: text) else { throw ValidationError("unknown topic '\(text)': state, peers or players") }
+            return topic
+        }
         try await options.withAgent { agent in
             let initial: GroupStateView = try await agent.request("subscribe", SubscribeRequest(topics: list))
             if !options.json { print(State.render(initial)) }
@@ -166,7 +170,7 @@ struct Watch: AsyncParsableCommand {
         case "state_changed":
             guard let e = try? event.decode(StateChangedEvent.self) else { return "\(stamp) state changed" }
             let o = e.origin
-            let what = e.change == "current" ? "group item → \(e.itemID ?? "none")" : "\(o.action) \(e.itemID ?? "")"
+            let what = e.change == .current ? "group item → \(e.itemID ?? "none")" : "\(o.action) \(e.itemID ?? "")"
             let pos = e.state.item.flatMap { $0.positionNowNs }.map { " at \(Human.position(ns: $0))" } ?? ""
             return "\(stamp) \(what)\(pos) by \(o.name)\(o.local ? " (here)" : "")\(o.reason.map { " (\($0))" } ?? "")"
         case "players_changed":

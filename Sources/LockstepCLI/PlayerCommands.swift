@@ -20,7 +20,7 @@ struct Players: AsyncParsableCommand {
                 let v = p.participant
                 return [
                     v.peerName + (v.local ? " (here)" : ""), String(v.playerID), v.name, (p.item ?? "-") + (p.solo ? " (solo)" : ""),
-                    v.readiness, v.suspensionReasons.isEmpty ? "-" : v.suspensionReasons.joined(separator: ","),
+                    v.readiness.rawValue, v.suspensionReasons.isEmpty ? "-" : v.suspensionReasons.joined(separator: ","),
                     Human.duration(ns: p.outputLatencyNs), Human.duration(ns: p.startLatencyNs), p.syncErrorNs.map { Human.duration(ns: $0) } ?? "-",
                 ]
             }
@@ -37,7 +37,7 @@ struct Suspend: AsyncParsableCommand {
     func run() async throws {
         let r: BeginSuspensionResult = try await options.withAgent { agent in
             do {
-                return try await agent.request("suspend_player", SuspendParams(playerID: player, reason: reason))
+                return try await agent.request("suspend_player", SuspendPlayerRequest(playerID: player, reason: reason))
             } catch LockstepClient.Failure.rejected(let e) {
                 printError(e.message)
                 throw ExitCode(1)
@@ -65,32 +65,12 @@ struct Resume: AsyncParsableCommand {
         }
         let _: EmptyResult = try await options.withAgent { agent in
             do {
-                return try await agent.request("resume_player", ResumeParams(playerID: player, suspensionID: suspension, proposePositionNs: position))
+                return try await agent.request("resume_player", ResumePlayerRequest(playerID: player, suspensionID: suspension, proposePositionNs: position))
             } catch LockstepClient.Failure.rejected(let e) {
                 printError(e.message)
                 throw ExitCode(1)
             }
         }
         print(options.json ? "{}" : "resumed")
-    }
-}
-
-struct SuspendParams: Codable, Sendable {
-    var playerID: UInt32?
-    var reason: String
-    enum CodingKeys: String, CodingKey {
-        case playerID = "player_id"
-        case reason
-    }
-}
-
-struct ResumeParams: Codable, Sendable {
-    var playerID: UInt32?
-    var suspensionID: UInt32?
-    var proposePositionNs: Int64?
-    enum CodingKeys: String, CodingKey {
-        case playerID = "player_id"
-        case suspensionID = "suspension_id"
-        case proposePositionNs = "propose_position_ns"
     }
 }

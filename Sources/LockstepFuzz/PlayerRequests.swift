@@ -13,12 +13,12 @@ let playerRequests: [PlayerRequestKind] = [
     PlayerRequestKind("peers", EmptyResult.self, examples: [EmptyResult()]),
     PlayerRequestKind("clock", EmptyResult.self, examples: [EmptyResult()]),
     PlayerRequestKind("command", CommandRequest.self, examples: [
-        CommandRequest(action: "play"),
-        CommandRequest(action: "seek", positionNs: 90_000_000_000),
-        CommandRequest(action: "rate", rate: 1.25),
-        CommandRequest(action: "load", item: "https://example.com/a.mp4", title: "A", artworkURL: "https://example.com/a.jpg", durationNs: 60_000_000_000),
+        CommandRequest(action: .play),
+        CommandRequest(action: .seek, positionNs: 90_000_000_000),
+        CommandRequest(action: .rate, rate: 1.25),
+        CommandRequest(action: .load, item: "https://example.com/a.mp4", title: "A", artworkURL: "https://example.com/a.jpg", durationNs: 60_000_000_000),
     ]),
-    PlayerRequestKind("subscribe", SubscribeRequest.self, examples: [SubscribeRequest(topics: ["state", "peers", "players"])]),
+    PlayerRequestKind("subscribe", SubscribeRequest.self, examples: [SubscribeRequest(topics: [.state, .peers, .players])]),
 ]
 
 /// One request type: how to decode a line as it, and example lines.

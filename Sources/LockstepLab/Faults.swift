@@ -69,9 +69,9 @@ public enum Faults {
         let a = Array(1...(hosts / 2)), b = Array((hosts / 2 + 1)...hosts)
         try g.lab.partition([a, b])
         try await Task.sleep(nanoseconds: UInt64(seconds / 3 * 1e9))
-        let _: GroupStateView = try await g.lab.request(a[0], "command", CommandRequest(action: "seek", positionNs: 120_000_000_000))
-        let _: GroupStateView = try await g.lab.request(b[0], "command", CommandRequest(action: "pause"))
-        let _: GroupStateView = try await g.lab.request(b.last!, "command", CommandRequest(action: "rate", rate: 1.25))
+        let _: GroupStateView = try await g.lab.request(a[0], "command", CommandRequest(action: .seek, positionNs: 120_000_000_000))
+        let _: GroupStateView = try await g.lab.request(b[0], "command", CommandRequest(action: .pause))
+        let _: GroupStateView = try await g.lab.request(b.last!, "command", CommandRequest(action: .rate, rate: 1.25))
         try await Task.sleep(nanoseconds: UInt64(seconds * 2 / 3 * 1e9))
         let diverged = Set(try await g.fingerprints()).count > 1
         o.check("the halves diverged while cut off", diverged, diverged ? "two states" : "one state")
@@ -80,7 +80,7 @@ public enum Faults {
         o.figures["converged_after_heal_s"] = converged ?? -1
         o.check("one deterministic state everywhere within 2 s of healing", converged.map { $0 <= 2 } ?? false, converged.map { String(format: "%.2f s", $0) } ?? "never")
         // The merged state may well be paused; play from one side and every player must follow.
-        let _: GroupStateView = try await g.lab.request(b[0], "command", CommandRequest(action: "play"))
+        let _: GroupStateView = try await g.lab.request(b[0], "command", CommandRequest(action: .play))
         let playFrom = MonotonicClock.read() + 1_000_000_000
         try await Task.sleep(nanoseconds: 4_000_000_000)
         let now = MonotonicClock.read() - 200_000_000
@@ -99,7 +99,7 @@ public enum Faults {
         var latencies: [Double] = []
         for i in 0..<8 {
             let sent = MonotonicClock.read()
-            let _: GroupStateView = try await g.lab.request(i % hosts + 1, "command", i % 2 == 0 ? CommandRequest(action: "seek", positionNs: Int64(i + 1) * 10_000_000_000) : CommandRequest(action: "rate", rate: i % 4 == 1 ? 1.25 : 1))
+            let _: GroupStateView = try await g.lab.request(i % hosts + 1, "command", i % 2 == 0 ? CommandRequest(action: .seek, positionNs: Int64(i + 1) * 10_000_000_000) : CommandRequest(action: .rate, rate: i % 4 == 1 ? 1.25 : 1))
             if let t = try await waitUntil(timeout: 5, interval: 0.01, { Set(try await g.fingerprints()).count == 1 }) {
                 latencies.append(t)
             }

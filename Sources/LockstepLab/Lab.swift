@@ -146,7 +146,7 @@ public final class Lab: @unchecked Sendable {
     /// How many players (on every peer) the agent on `h` sees ready and not suspended.
     public func readyPlayers(on h: Int) async throws -> Int {
         let p: PlayersResult = try await request(h, "players")
-        return p.players.filter { $0.participant.readiness == "ready" && $0.participant.suspensionReasons.isEmpty }.count
+        return p.players.filter { $0.participant.readiness == .ready && $0.participant.suspensionReasons.isEmpty }.count
     }
 }
 

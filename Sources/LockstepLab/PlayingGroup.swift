@@ -28,7 +28,7 @@ public final class PlayingGroup: @unchecked Sendable {
                 throw Lab.Failure(description: "the players were not all ready within 30 s")
             }
             if play {
-                let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: "play"))
+                let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: .play))
                 try await Task.sleep(nanoseconds: 1_000_000_000)
             }
         } catch {

@@ -193,13 +193,13 @@ public struct MPVBridgePolicy: Sendable {
             if p {
                 // The user paused: the group pauses at the anchor the agent sends back, this
                 // mpv with the others (a pause now would leave it behind the group's position).
-                out.append(.intent(IntentRequest(action: "pause")))
+                out.append(.intent(IntentRequest(action: .pause)))
                 if wish != .none { out.append(.setPause(false)) }
             } else if pendingStart != nil {
                 out.append(.setPause(true))  // the group starts at its anchor anyway
             } else {
                 // The user pressed play: back to paused until the group starts together.
-                out.append(.intent(IntentRequest(action: "play")))
+                out.append(.intent(IntentRequest(action: .play)))
                 if wish != .none { out.append(.setPause(true)) }
             }
         case .speed(let s):
@@ -207,7 +207,7 @@ public struct MPVBridgePolicy: Sendable {
             speed = s
             // mpv prints speed with 6 decimals; the group's rates carry clock skew (ppm).
             guard item != nil, previous != nil, (s - commandedSpeed).magnitude > Self.speedTolerance else { break }
-            out.append(.intent(IntentRequest(action: "rate", rate: s)))
+            out.append(.intent(IntentRequest(action: .rate, rate: s)))
             if wish != .none { out.append(.setSpeed(commandedSpeed)) }
         case .pausedForCache(let stalled):
             guard stalled != cacheStalled else { break }
@@ -217,7 +217,7 @@ public struct MPVBridgePolicy: Sendable {
             resetTimeline()
             let id = itemID(for: path)
             item = id
-            out.append(.load(LoadRequest(item: id, share: "group", title: title, durationNs: duration)))
+            out.append(.load(LoadRequest(item: id, share: .group, title: title, durationNs: duration)))
             out.append(cacheStalled ? .buffering : .ready)
         case .fileEnded:
             guard item != nil else { break }
@@ -235,7 +235,7 @@ public struct MPVBridgePolicy: Sendable {
             ownSeekRunning = false
             if userSeeking {
                 userSeeking = false
-                if let position { out.append(.intent(IntentRequest(action: "seek", positionNs: max(0, position)))) }
+                if let position { out.append(.intent(IntentRequest(action: .seek, positionNs: max(0, position)))) }
             }
         case .position(let position, let at):
             lastReading = (position, at)
@@ -246,7 +246,7 @@ public struct MPVBridgePolicy: Sendable {
         case .timeline(let t):
             guard t.item == item else { break }
             speedRestore = nil
-            if t.state == "playing", t.rate > 0 {
+            if t.state == .playing, t.rate > 0 {
                 out += start(position: t.positionNs, at: t.hostTimeNs, rate: t.rate, mayKeepPlaying: true, now: now)
             } else {
                 out += hold(position: t.positionNs, at: t.hostTimeNs, now: now)
@@ -262,10 +262,10 @@ public struct MPVBridgePolicy: Sendable {
             }
         case .correction(let c):
             guard case .playing(let rate) = wish, pendingStart == nil else { break }
-            if c.kind == "rate", let r = c.rate, let until = c.untilHostTimeNs {
+            if c.kind == .rate, let r = c.rate, let until = c.untilHostTimeNs {
                 out.append(setSpeed(r, now: now))
                 speedRestore = until > now ? until : nil
-            } else if c.kind == "seek", let p = c.positionNs, let h = c.hostTimeNs {
+            } else if c.kind == .seek, let p = c.positionNs, let h = c.hostTimeNs {
                 out += start(position: p, at: h, rate: rate, mayKeepPlaying: false, now: now)
             }
         case .itemProposed(let e):
@@ -398,10 +398,10 @@ public struct MPVBridgePolicy: Sendable {
         guard configuration.osd, !origin.local, origin.reason == nil else { return [] }
         let verb: String
         switch origin.action {
-        case "play": verb = "played"
-        case "pause": verb = "paused"
-        case "seek": verb = "seeked"
-        case "rate": verb = "changed the speed"
+        case .play: verb = "played"
+        case .pause: verb = "paused"
+        case .seek: verb = "seeked"
+        case .rate: verb = "changed the speed"
         default: return []
         }
         return [.showText("\(origin.name) \(verb)")]

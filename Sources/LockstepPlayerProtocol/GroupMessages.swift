@@ -54,8 +54,7 @@ public struct ItemView: Codable, Sendable, Equatable {
     public var title: String?
     public var artworkURL: String?
     public var durationNs: Int64?
-    /// `stopped`, `paused`, `waiting` or `playing`.
-    public var state: String
+    public var state: TimelineState
     /// The anchor: at `host_time_ns` (CLOCK_MONOTONIC here) the position is `position_ns`,
     /// advancing at `rate` while playing. Null while the origin's clock is not estimated yet.
     public var hostTimeNs: Int64?
@@ -71,7 +70,7 @@ public struct ItemView: Codable, Sendable, Equatable {
     /// The command that set this timeline: who, what, why.
     public var origin: Origin
 
-    public init(id: String, title: String?, artworkURL: String?, durationNs: Int64?, state: String, hostTimeNs: Int64?, positionNs: Int64, rate: Double, positionNowNs: Int64?, originTimeNs: Int64, anchorBoundNs: Int64?, origin: Origin) {
+    public init(id: String, title: String?, artworkURL: String?, durationNs: Int64?, state: TimelineState, hostTimeNs: Int64?, positionNs: Int64, rate: Double, positionNowNs: Int64?, originTimeNs: Int64, anchorBoundNs: Int64?, origin: Origin) {
         self.id = id
         self.title = title
         self.artworkURL = artworkURL
@@ -103,10 +102,16 @@ public struct ItemView: Codable, Sendable, Equatable {
 
 /// Who caused a change and how (like AVPlayer's rate-change reasons).
 public struct Origin: Codable, Sendable, Equatable {
+    /// What the command did.
+    public enum Action: String, ClosedStringEnum {
+        case load, play, pause, seek, rate, stop
+        /// Playback started by itself: every participant became ready, or waiting timed out.
+        case start
+    }
+
     public var peerID: String
     public var name: String
-    /// `load`, `play`, `pause`, `seek`, `rate`, `stop`, `start`.
-    public var action: String
+    public var action: Action
     /// Why, when not a plain user command: `ready`, `timeout`, `suspension-ended`, …
     public var reason: String?
     /// True when this agent issued it.
@@ -114,7 +119,7 @@ public struct Origin: Codable, Sendable, Equatable {
     /// The command's Lamport counter (its place in the group's order).
     public var lamport: UInt64
 
-    public init(peerID: String, name: String, action: String, reason: String?, local: Bool, lamport: UInt64) {
+    public init(peerID: String, name: String, action: Action, reason: String?, local: Bool, lamport: UInt64) {
         self.peerID = peerID
         self.name = name
         self.action = action
@@ -130,9 +135,12 @@ public struct Origin: Codable, Sendable, Equatable {
 }
 
 /// `command`: a transport command for the group, as a user gives it (the CLI's play, pause…).
-public struct CommandRequest: Codable, Sendable, Equatable {
-    /// `play`, `pause`, `seek`, `rate`, `stop` or `load`.
-    public var action: String
+public struct CommandRequest: Codable, Sendable, Equatable, PlayerRequest {
+    public enum Action: String, ClosedStringEnum {
+        case play, pause, seek, rate, stop, load
+    }
+
+    public var action: Action
     /// For `seek`: the media position (ns).
     public var positionNs: Int64?
     /// For `rate` (and optionally `play`): the playback rate.
@@ -144,7 +152,7 @@ public struct CommandRequest: Codable, Sendable, Equatable {
     public var artworkURL: String?
     public var durationNs: Int64?
 
-    public init(action: String, positionNs: Int64? = nil, rate: Double? = nil, item: String? = nil, title: String? = nil, artworkURL: String? = nil, durationNs: Int64? = nil) {
+    public init(action: Action, positionNs: Int64? = nil, rate: Double? = nil, item: String? = nil, title: String? = nil, artworkURL: String? = nil, durationNs: Int64? = nil) {
         self.action = action
         self.positionNs = positionNs
         self.rate = rate
@@ -161,29 +169,60 @@ public struct CommandRequest: Codable, Sendable, Equatable {
         case artworkURL = "artwork_url"
         case durationNs = "duration_ns"
     }
+
+    public func validate() throws(ProtocolError) {
+        switch action {
+        case .seek where positionNs == nil: throw ProtocolError(.invalidField, "seek needs position_ns")
+        case .rate where rate == nil: throw ProtocolError(.invalidField, "rate needs rate")
+        case .load where item == nil: throw ProtocolError(.invalidField, "load needs item")
+        default: break
+        }
+        if let item, !(1...512).contains(item.utf8.count) { throw ProtocolError(.invalidField, "item must be 1...512 bytes") }
+        try check("position_ns", positionNs, within: PlayerLimits.positionNs)
+        try check("rate", rate, within: PlayerLimits.rate)
+        try check("duration_ns", durationNs, within: PlayerLimits.positionNs)
+    }
 }
 
-/// `subscribe`: which events a client wants (`state`, `peers`, `players`).
-public struct SubscribeRequest: Codable, Sendable, Equatable {
-    public var topics: [String]
+/// What a monitor can subscribe to.
+public enum Topic: String, ClosedStringEnum {
+    /// `state_changed`: the group state after each change.
+    case state
+    /// `peer_changed`: a peer's membership state changed.
+    case peers
+    /// `players_changed`: a player joined, left or changed on some peer.
+    case players
+}
 
-    public init(topics: [String]) {
+/// `subscribe`: which events a client wants.
+public struct SubscribeRequest: Codable, Sendable, Equatable, PlayerRequest {
+    public var topics: [Topic]
+
+    public init(topics: [Topic]) {
         self.topics = topics
     }
+
+    public func validate() throws(ProtocolError) {}
 }
 
 /// Event `state_changed`: the group state after a change, and the change's origin.
 public struct StateChangedEvent: Codable, Sendable, Equatable {
     public var event = "state_changed"
     public var hostTimeNs: Int64
-    /// What changed: `item` (a timeline) or `current` (the group's item).
-    public var change: String
+    public enum Change: String, ClosedStringEnum {
+        /// An item's timeline.
+        case item
+        /// The group's item.
+        case current
+    }
+
+    public var change: Change
     /// The item the change is about.
     public var itemID: String?
     public var origin: Origin
     public var state: GroupStateView
 
-    public init(hostTimeNs: Int64, change: String, itemID: String?, origin: Origin, state: GroupStateView) {
+    public init(hostTimeNs: Int64, change: Change, itemID: String?, origin: Origin, state: GroupStateView) {
         self.hostTimeNs = hostTimeNs
         self.change = change
         self.itemID = itemID

@@ -1,18 +1,25 @@
 // Requests a player sends (after `hello` with role "player"), and the events it receives.
 // Field names are the protocol's; see Protocol/player-protocol.md.
 
+/// With whom a player plays its item.
+public enum Share: String, ClosedStringEnum {
+    /// With the group: adopting the group's timeline for the item, or proposing the item to it.
+    case group
+    /// For this player's user alone, not coordinated.
+    case solo
+}
+
 /// `load`: the player's current item.
-public struct LoadRequest: Codable, Sendable, Equatable {
+public struct LoadRequest: Codable, Sendable, Equatable, PlayerRequest {
     /// The item's identity: its URL, or a custom identifier shared by every device.
     public var item: String
-    /// `group` (default): play it with the group, adopting the group's timeline for it or
-    /// proposing it to the group; `solo`: play it for this player's user alone.
-    public var share: String?
+    /// Default ``Share/group``.
+    public var share: Share?
     public var title: String?
     public var artworkURL: String?
     public var durationNs: Int64?
 
-    public init(item: String, share: String? = nil, title: String? = nil, artworkURL: String? = nil, durationNs: Int64? = nil) {
+    public init(item: String, share: Share? = nil, title: String? = nil, artworkURL: String? = nil, durationNs: Int64? = nil) {
         self.item = item
         self.share = share
         self.title = title
@@ -25,28 +32,48 @@ public struct LoadRequest: Codable, Sendable, Equatable {
         case artworkURL = "artwork_url"
         case durationNs = "duration_ns"
     }
+
+    public func validate() throws(ProtocolError) {
+        guard (1...512).contains(item.utf8.count) else { throw ProtocolError(.invalidField, "item must be 1...512 bytes") }
+        try check("duration_ns", durationNs, within: PlayerLimits.positionNs)
+    }
+}
+
+/// How a `load` went.
+public enum LoadOutcomeName: String, ClosedStringEnum {
+    /// The group had a timeline for the item: the player follows it.
+    case adopted
+    /// The item is now the group's item.
+    case proposed
+    /// The player plays it alone.
+    case solo
 }
 
 /// The reply to `load` and `join_group`.
 public struct LoadResult: Codable, Sendable, Equatable {
-    /// `adopted` (the group had a timeline for it), `proposed` (it is now the group's item) or `solo`.
-    public var outcome: String
+    public var outcome: LoadOutcomeName
     public var item: String
 
-    public init(outcome: String, item: String) {
+    public init(outcome: LoadOutcomeName, item: String) {
         self.outcome = outcome
         self.item = item
     }
 }
 
+/// What a user did in a player's own UI.
+public enum IntentAction: String, ClosedStringEnum {
+    case play, pause, seek, rate
+}
+
 /// `intent`: the user's action in the player's own UI.
-public struct IntentRequest: Codable, Sendable, Equatable {
-    /// `play`, `pause`, `seek` or `rate`.
-    public var action: String
+public struct IntentRequest: Codable, Sendable, Equatable, PlayerRequest {
+    public var action: IntentAction
+    /// For `seek`: where to.
     public var positionNs: Int64?
+    /// For `rate`, and optionally `play`.
     public var rate: Double?
 
-    public init(action: String, positionNs: Int64? = nil, rate: Double? = nil) {
+    public init(action: IntentAction, positionNs: Int64? = nil, rate: Double? = nil) {
         self.action = action
         self.positionNs = positionNs
         self.rate = rate
@@ -57,11 +84,18 @@ public struct IntentRequest: Codable, Sendable, Equatable {
         case positionNs = "position_ns"
         case rate
     }
+
+    public func validate() throws(ProtocolError) {
+        if action == .seek && positionNs == nil { throw ProtocolError(.invalidField, "seek needs position_ns") }
+        if action == .rate && rate == nil { throw ProtocolError(.invalidField, "rate needs rate") }
+        try check("position_ns", positionNs, within: PlayerLimits.positionNs)
+        try check("rate", rate, within: PlayerLimits.rate)
+    }
 }
 
 /// `position`: at host time `host_time_ns` the player was at `position_ns` (usually sent
 /// without `request_id`, several times a second while playing).
-public struct PositionReport: Codable, Sendable, Equatable {
+public struct PositionReport: Codable, Sendable, Equatable, PlayerRequest {
     public var positionNs: Int64
     public var hostTimeNs: Int64
 
@@ -74,16 +108,27 @@ public struct PositionReport: Codable, Sendable, Equatable {
         case positionNs = "position_ns"
         case hostTimeNs = "host_time_ns"
     }
+
+    public func validate() throws(ProtocolError) {
+        try check("position_ns", positionNs, within: PlayerLimits.positionNs)
+        try check("host_time_ns", hostTimeNs, within: PlayerLimits.hostTimeNs)
+    }
 }
 
 /// `begin_suspension`.
-public struct BeginSuspensionRequest: Codable, Sendable, Equatable {
+public struct BeginSuspensionRequest: Codable, Sendable, Equatable, PlayerRequest {
     /// `stall-recovery`, `interruption`, `user-changing-time`, `interstitial`,
-    /// `user-action-required`, or any custom string (at most 32 bytes).
+    /// `user-action-required`, or any custom string (1 to 32 bytes).
     public var reason: String
 
     public init(reason: String) {
         self.reason = reason
+    }
+
+    public func validate() throws(ProtocolError) {
+        guard PlayerLimits.reasonBytes.contains(reason.utf8.count) else {
+            throw ProtocolError(.invalidField, "reason must be 1...32 bytes")
+        }
     }
 }
 
@@ -100,7 +145,7 @@ public struct BeginSuspensionResult: Codable, Sendable, Equatable {
 }
 
 /// `end_suspension`, optionally proposing a new time to the whole group.
-public struct EndSuspensionRequest: Codable, Sendable, Equatable {
+public struct EndSuspensionRequest: Codable, Sendable, Equatable, PlayerRequest {
     public var suspensionID: UInt32
     public var proposePositionNs: Int64?
 
@@ -113,29 +158,37 @@ public struct EndSuspensionRequest: Codable, Sendable, Equatable {
         case suspensionID = "suspension_id"
         case proposePositionNs = "propose_position_ns"
     }
+
+    public func validate() throws(ProtocolError) {
+        try check("propose_position_ns", proposePositionNs, within: PlayerLimits.positionNs)
+    }
 }
 
 /// `play_immediately`: start now without waiting for the others.
-public struct PlayImmediatelyRequest: Codable, Sendable, Equatable {
+public struct PlayImmediatelyRequest: Codable, Sendable, Equatable, PlayerRequest {
     public var rate: Double?
 
     public init(rate: Double? = nil) {
         self.rate = rate
+    }
+
+    public func validate() throws(ProtocolError) {
+        try check("rate", rate, within: PlayerLimits.rate)
     }
 }
 
 /// The reply to `playback_status`: is this player in group playback, and if not, why.
 public struct PlaybackStatus: Codable, Sendable, Equatable {
     public var item: String?
-    public var share: String
-    public var readiness: String
+    public var share: Share
+    public var readiness: Readiness
     public var inGroupPlayback: Bool
     public var suspensionReasons: [String]
     /// The timeline the player follows (null when not in group playback).
     public var timeline: ItemView?
     public var participants: [ParticipantView]
 
-    public init(item: String?, share: String, readiness: String, inGroupPlayback: Bool, suspensionReasons: [String], timeline: ItemView?, participants: [ParticipantView]) {
+    public init(item: String?, share: Share, readiness: Readiness, inGroupPlayback: Bool, suspensionReasons: [String], timeline: ItemView?, participants: [ParticipantView]) {
         self.item = item
         self.share = share
         self.readiness = readiness
@@ -159,11 +212,11 @@ public struct ParticipantView: Codable, Sendable, Equatable {
     public var peerName: String
     public var playerID: UInt32
     public var name: String
-    public var readiness: String
+    public var readiness: Readiness
     public var suspensionReasons: [String]
     public var local: Bool
 
-    public init(peerID: String, peerName: String, playerID: UInt32, name: String, readiness: String, suspensionReasons: [String], local: Bool) {
+    public init(peerID: String, peerName: String, playerID: UInt32, name: String, readiness: Readiness, suspensionReasons: [String], local: Bool) {
         self.peerID = peerID
         self.peerName = peerName
         self.playerID = playerID
@@ -221,20 +274,30 @@ public struct ParticipantWithItem: Codable, Sendable, Equatable {
 
 // MARK: - Events to players
 
+/// Whether a player can play its item.
+public enum Readiness: String, ClosedStringEnum {
+    case loading, ready, buffering
+}
+
+/// What a timeline does: `waiting` only appears in state views (players get `wait` events).
+public enum TimelineState: String, ClosedStringEnum {
+    case stopped, paused, waiting, playing
+}
+
 /// Event `timeline`: be at `position_ns` with `rate` at host time `host_time_ns`, in `state`
 /// (`playing`, `paused`, `stopped`). Output latency is already folded in: present
 /// `position_ns` at `host_time_ns` on the player's own clock.
 public struct TimelineEvent: Codable, Sendable, Equatable {
     public var event = "timeline"
     public var item: String
-    public var state: String
+    public var state: TimelineState
     public var positionNs: Int64
     public var rate: Double
     public var hostTimeNs: Int64
     /// Who caused this and how (like AVPlayer's rate-change reasons).
     public var origin: Origin
 
-    public init(item: String, state: String, positionNs: Int64, rate: Double, hostTimeNs: Int64, origin: Origin) {
+    public init(item: String, state: TimelineState, positionNs: Int64, rate: Double, hostTimeNs: Int64, origin: Origin) {
         self.item = item
         self.state = state
         self.positionNs = positionNs
@@ -300,8 +363,15 @@ public struct WaitingForView: Codable, Sendable, Equatable {
 /// Event `correction`: `kind` `rate` (play at `rate` until `until_host_time_ns`, then back to the
 /// timeline's rate) or `seek` (be at `position_ns` at `host_time_ns`, exactly).
 public struct CorrectionEvent: Codable, Sendable, Equatable {
+    public enum Kind: String, ClosedStringEnum {
+        /// Play at `rate` until `until_host_time_ns`.
+        case rate
+        /// Be at `position_ns` at `host_time_ns`, exactly.
+        case seek
+    }
+
     public var event = "correction"
-    public var kind: String
+    public var kind: Kind
     public var rate: Double?
     public var untilHostTimeNs: Int64?
     public var positionNs: Int64?
@@ -309,7 +379,7 @@ public struct CorrectionEvent: Codable, Sendable, Equatable {
     /// The error being corrected: player position minus timeline (ns).
     public var errorNs: Int64
 
-    public init(kind: String, rate: Double? = nil, untilHostTimeNs: Int64? = nil, positionNs: Int64? = nil, hostTimeNs: Int64? = nil, errorNs: Int64) {
+    public init(kind: Kind, rate: Double? = nil, untilHostTimeNs: Int64? = nil, positionNs: Int64? = nil, hostTimeNs: Int64? = nil, errorNs: Int64) {
         self.kind = kind
         self.rate = rate
         self.untilHostTimeNs = untilHostTimeNs
@@ -380,14 +450,17 @@ public struct GroupPlaybackEvent: Codable, Sendable, Equatable {
 /// Event `suspension`: one of this player's suspensions began or ended (`by`: `player` or
 /// `agent`, for the agent's stall recovery).
 public struct SuspensionEvent: Codable, Sendable, Equatable {
+    public enum Change: String, ClosedStringEnum { case began, ended }
+    /// Who began it: the player, or the agent (stall recovery).
+    public enum By: String, ClosedStringEnum { case player, agent }
+
     public var event = "suspension"
-    /// `began` or `ended`.
-    public var change: String
+    public var change: Change
     public var suspensionID: UInt32
     public var reason: String
-    public var by: String
+    public var by: By
 
-    public init(change: String, suspensionID: UInt32, reason: String, by: String) {
+    public init(change: Change, suspensionID: UInt32, reason: String, by: By) {
         self.change = change
         self.suspensionID = suspensionID
         self.reason = reason

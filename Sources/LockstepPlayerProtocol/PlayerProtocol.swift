@@ -142,7 +142,19 @@ public enum PlayerJSON {
         return Array(try encoder.encode(value))
     }
 
+    /// Decodes a request and checks its numbers against ``PlayerLimits`` (``PlayerRequest/validate()``).
+    public static func decode<T: PlayerRequest>(_ type: T.Type, from bytes: [UInt8]) throws(ProtocolError) -> T {
+        let request = try decodeUnchecked(T.self, from: bytes)
+        try request.validate()
+        return request
+    }
+
+    /// Decodes any value (replies and events on the client side; requests go through the checked overload).
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(ProtocolError) -> T {
+        try decodeUnchecked(T.self, from: bytes)
+    }
+
+    private static func decodeUnchecked<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(ProtocolError) -> T {
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {

@@ -1,6 +1,6 @@
 /// `hello`: the first request of a client. Names the client, its role, and (for players) what it
 /// can do and how late its output is.
-public struct HelloRequest: Codable, Sendable, Equatable {
+public struct HelloRequest: Codable, Sendable, Equatable, PlayerRequest {
     public enum Role: String, Codable, Sendable { case player, monitor }
 
     /// The protocol version the client speaks.
@@ -33,6 +33,12 @@ public struct HelloRequest: Codable, Sendable, Equatable {
         case outputLatencyNs = "output_latency_ns"
         case startLatencyNs = "start_latency_ns"
         case syncToleranceNs = "sync_tolerance_ns"
+    }
+
+    public func validate() throws(ProtocolError) {
+        try check("output_latency_ns", outputLatencyNs, within: PlayerLimits.latencyNs)
+        try check("start_latency_ns", startLatencyNs, within: PlayerLimits.latencyNs)
+        try check("sync_tolerance_ns", syncToleranceNs, within: PlayerLimits.latencyNs)
     }
 }
 
@@ -196,7 +202,7 @@ public struct GroupShowResult: Codable, Sendable, Equatable {
 }
 
 /// Parameters of `group_show`, `group_create`, `group_join`.
-public struct GroupRequest: Codable, Sendable, Equatable {
+public struct GroupRequest: Codable, Sendable, Equatable, PlayerRequest {
     public var reveal: Bool?
     public var name: String?
     public var code: String?
@@ -206,11 +212,13 @@ public struct GroupRequest: Codable, Sendable, Equatable {
         self.name = name
         self.code = code
     }
+
+    public func validate() throws(ProtocolError) {}
 }
 
 /// `sim_clock` (test hook, needs `lockstepd --test-hooks`): make this agent's simulated device
 /// clock jump by `jump_ms` now and/or run at `skew_ppm` from now.
-public struct SimClockRequest: Codable, Sendable, Equatable {
+public struct SimClockRequest: Codable, Sendable, Equatable, PlayerRequest {
     public var jumpMs: Double?
     public var skewPPM: Double?
 
@@ -222,5 +230,59 @@ public struct SimClockRequest: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case jumpMs = "jump_ms"
         case skewPPM = "skew_ppm"
+    }
+
+    public func validate() throws(ProtocolError) {
+        try check("jump_ms", jumpMs, within: PlayerLimits.simJumpMs)
+        try check("skew_ppm", skewPPM, within: PlayerLimits.simSkewPPM)
+    }
+}
+
+/// `suspend_player` (CLI, for testing): suspend a player of this agent on its behalf.
+public struct SuspendPlayerRequest: Codable, Sendable, Equatable, PlayerRequest {
+    /// Default: the only player.
+    public var playerID: UInt32?
+    /// Default `interruption`.
+    public var reason: String?
+
+    public init(playerID: UInt32? = nil, reason: String? = nil) {
+        self.playerID = playerID
+        self.reason = reason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case playerID = "player_id"
+        case reason
+    }
+
+    public func validate() throws(ProtocolError) {
+        if let reason, !PlayerLimits.reasonBytes.contains(reason.utf8.count) {
+            throw ProtocolError(.invalidField, "reason must be 1...32 bytes")
+        }
+    }
+}
+
+/// `resume_player` (CLI, for testing): end a player's suspension on its behalf.
+public struct ResumePlayerRequest: Codable, Sendable, Equatable, PlayerRequest {
+    /// Default: the only player.
+    public var playerID: UInt32?
+    /// Default: its latest suspension.
+    public var suspensionID: UInt32?
+    public var proposePositionNs: Int64?
+
+    public init(playerID: UInt32? = nil, suspensionID: UInt32? = nil, proposePositionNs: Int64? = nil) {
+        self.playerID = playerID
+        self.suspensionID = suspensionID
+        self.proposePositionNs = proposePositionNs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case playerID = "player_id"
+        case suspensionID = "suspension_id"
+        case proposePositionNs = "propose_position_ns"
+    }
+
+    public func validate() throws(ProtocolError) {
+        try check("propose_position_ns", proposePositionNs, within: PlayerLimits.positionNs)
     }
 }

@@ -26,7 +26,7 @@ public actor ReferencePlayer {
     public struct Configuration: Sendable {
         public var name = "reference"
         public var item = "lockstep://reference/10-minutes"
-        public var share = "group"
+        public var share = Share.group
         public var durationNs: Int64 = 600 * Nanos.second
         public var outputLatencyNs: Int64 = 0
         public var startLatencyNs: Int64 = 20 * Nanos.millisecond
@@ -63,7 +63,7 @@ public actor ReferencePlayer {
             let hello = HelloRequest(role: .player, name: c.name, capabilities: PlayerCapabilities(rate: c.canChangeRate, exactSeek: true, startAtHostTime: true), outputLatencyNs: c.outputLatencyNs, startLatencyNs: c.startLatencyNs)
             let _: HelloResult = try await agent.request("hello", hello)
             let loaded: LoadResult = try await agent.request("load", LoadRequest(item: c.item, share: c.share, durationNs: c.durationNs))
-            await self.record(["kind": "loaded", "outcome": loaded.outcome])
+            await self.record(["kind": "loaded", "outcome": loaded.outcome.rawValue])
             try await Task.sleep(nanoseconds: UInt64(c.loadDelayNs))
             let _: EmptyResult = try await agent.request("ready")
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -96,11 +96,11 @@ public actor ReferencePlayer {
         switch event.name {
         case "timeline":
             guard let e = try? event.decode(TimelineEvent.self) else { return nil }
-            let rate = e.state == "playing" ? e.rate : 0
+            let rate = e.state == .playing ? e.rate : 0
             correctionRestore = nil
             let (at, position) = landing(e.hostTimeNs, e.positionNs, rate: rate, now: now)
             let s = playback.change(at: at, position: position, rate: rate)
-            record(["kind": "segment", "cause": "timeline", "state": e.state, "asked_host_ns": e.hostTimeNs, "asked_position_ns": e.positionNs, "segment": s, "origin": e.origin.name, "action": e.origin.action])
+            record(["kind": "segment", "cause": "timeline", "state": e.state.rawValue, "asked_host_ns": e.hostTimeNs, "asked_position_ns": e.positionNs, "segment": s, "origin": e.origin.name, "action": e.origin.action.rawValue])
         case "wait":
             guard let e = try? event.decode(WaitEvent.self) else { return nil }
             correctionRestore = nil
@@ -110,13 +110,13 @@ public actor ReferencePlayer {
         case "correction":
             guard let e = try? event.decode(CorrectionEvent.self) else { return nil }
             corrections += 1
-            if e.kind == "rate", let rate = e.rate, let until = e.untilHostTimeNs, configuration.canChangeRate {
+            if e.kind == .rate, let rate = e.rate, let until = e.untilHostTimeNs, configuration.canChangeRate {
                 let base = playback.nominalRate(at: now)
                 guard base > 0 else { return nil }
                 let s = playback.change(at: now, rate: rate)
                 correctionRestore = until > now ? (until, base) : nil
                 record(["kind": "segment", "cause": "rate-correction", "error_ns": e.errorNs, "segment": s])
-            } else if e.kind == "seek", let p = e.positionNs, let h = e.hostTimeNs {
+            } else if e.kind == .seek, let p = e.positionNs, let h = e.hostTimeNs {
                 let rate = playback.nominalRate(at: now)
                 let (at, position) = landing(h, p, rate: rate, now: now)
                 let s = playback.change(at: at, position: position, rate: rate)

@@ -53,7 +53,7 @@ struct MergeBench: AsyncParsableCommand {
             var listeners: [Task<Void, Never>] = []
             for h in 1...hosts {
                 let client = clients[h]!
-                let _: GroupStateView = try await client.request("subscribe", SubscribeRequest(topics: ["state"]))
+                let _: GroupStateView = try await client.request("subscribe", SubscribeRequest(topics: [.state]))
                 listeners.append(Task {
                     for await event in client.events where event.name == "state_changed" {
                         let t = MonotonicClock.read()
@@ -63,11 +63,11 @@ struct MergeBench: AsyncParsableCommand {
                 })
             }
             try await Task.sleep(nanoseconds: 300_000_000)
-            let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: "load", item: "bench-merge"))
+            let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: .load, item: "bench-merge"))
             try await Task.sleep(nanoseconds: 300_000_000)
             var latencies: [Double] = []
             var incomplete = 0
-            let actions: [CommandRequest] = [.init(action: "play"), .init(action: "pause"), .init(action: "seek", positionNs: 10_000_000_000), .init(action: "rate", rate: 1.25)]
+            let actions: [CommandRequest] = [.init(action: .play), .init(action: .pause), .init(action: .seek, positionNs: 10_000_000_000), .init(action: .rate, rate: 1.25)]
             for i in 0..<commands {
                 let host = i % hosts + 1
                 let sent = MonotonicClock.read()

@@ -57,7 +57,7 @@ struct PlayersBench: AsyncParsableCommand {
         options.progress("waiting for the players to be ready")
         _ = try await waitUntil(timeout: 30) {
             let p: PlayersResult = try await lab.request(1, "players")
-            return p.players.filter { $0.participant.readiness == "ready" }.count == hosts
+            return p.players.filter { $0.participant.readiness == .ready }.count == hosts
         }
         let control = try await PersistentClient(socketPath: lab.socket(1))
         func command(_ r: CommandRequest) async throws -> GroupStateView { try await control.request("command", r) }
@@ -66,17 +66,17 @@ struct PlayersBench: AsyncParsableCommand {
         var playMarks: [(sent: Int64, anchor: Int64)] = []
         for i in 0..<plays {
             if i % 10 == 0 { options.progress("play \(i + 1)/\(plays)") }
-            _ = try await command(.init(action: "pause"))
+            _ = try await command(.init(action: .pause))
             try await Task.sleep(nanoseconds: 300_000_000)
             let sent = MonotonicClock.read()
-            let state = try await command(.init(action: "play"))
+            let state = try await command(.init(action: .play))
             if let anchor = state.item?.hostTimeNs { playMarks.append((sent, anchor)) }
             try await Task.sleep(nanoseconds: 700_000_000)
         }
         var seekMarks: [Int64] = []
         for i in 0..<seeks {
             if i % 10 == 0 { options.progress("seek \(i + 1)/\(seeks)") }
-            let state = try await command(.init(action: "seek", positionNs: Int64(i + 1) * 7_000_000_000))
+            let state = try await command(.init(action: .seek, positionNs: Int64(i + 1) * 7_000_000_000))
             if let anchor = state.item?.hostTimeNs { seekMarks.append(anchor) }
             try await Task.sleep(nanoseconds: 1_000_000_000)
         }

@@ -30,7 +30,7 @@ struct RefPlayerCommand: AsyncParsableCommand {
         var c = ReferencePlayer.Configuration()
         c.name = name
         c.item = item
-        c.share = solo ? "solo" : "group"
+        c.share = solo ? .solo : .group
         c.outputLatencyNs = Nanos.from(seconds: outputLatency / 1e3)
         c.startLatencyNs = Nanos.from(seconds: startLatency / 1e3)
         c.startJitterNs = Nanos.from(seconds: startJitter / 1e6)

@@ -20,12 +20,12 @@ struct GroupLabTests {
             return true
         }
         #expect(ready != nil)
-        let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: "load", item: "file:///films/lab.mkv", title: "Lab"))
+        let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: .load, item: "file:///films/lab.mkv", title: "Lab"))
         try await Task.sleep(nanoseconds: 300_000_000)
         // Three hosts at once.
-        async let a: GroupStateView = lab.request(2, "command", CommandRequest(action: "play"))
-        async let b: GroupStateView = lab.request(3, "command", CommandRequest(action: "seek", positionNs: 42_000_000_000))
-        async let c: GroupStateView = lab.request(4, "command", CommandRequest(action: "rate", rate: 1.5))
+        async let a: GroupStateView = lab.request(2, "command", CommandRequest(action: .play))
+        async let b: GroupStateView = lab.request(3, "command", CommandRequest(action: .seek, positionNs: 42_000_000_000))
+        async let c: GroupStateView = lab.request(4, "command", CommandRequest(action: .rate, rate: 1.5))
         _ = try await (a, b, c)
         var views: [GroupStateView] = []
         let converged = try await waitUntil(timeout: 5) {

@@ -28,10 +28,10 @@ struct PlayersLabTests {
         for h in 1...3 { try spawn(h) }
         let ready = try await waitUntil(timeout: 15) {
             let p: PlayersResult = try await lab.request(1, "players")
-            return p.players.filter { $0.participant.readiness == "ready" }.count == 3
+            return p.players.filter { $0.participant.readiness == .ready }.count == 3
         }
         #expect(ready != nil)
-        let state: GroupStateView = try await lab.request(2, "command", CommandRequest(action: "play"))
+        let state: GroupStateView = try await lab.request(2, "command", CommandRequest(action: .play))
         let anchor = try #require(state.item?.hostTimeNs)
         try await Task.sleep(nanoseconds: 6_000_000_000)
         try spawn(4)

@@ -86,9 +86,9 @@ struct PlayerSocketTests {
                 lazy.write("{\"type\":\"subscribe\",\"topics\":[\"state\"]}\n")
                 try await Task.sleep(nanoseconds: 100_000_000)
                 try await LockstepClient.withConnection(socketPath: socket) { agent in
-                    let _: GroupStateView = try await agent.request("command", CommandRequest(action: "load", item: "x"))
+                    let _: GroupStateView = try await agent.request("command", CommandRequest(action: .load, item: "x"))
                     for i in 0..<1500 {
-                        let _: GroupStateView = try await agent.request("command", CommandRequest(action: i % 2 == 0 ? "play" : "pause"))
+                        let _: GroupStateView = try await agent.request("command", CommandRequest(action: i % 2 == 0 ? .play : .pause))
                     }
                     let _: AgentStatus = try await agent.request("status")
                 }

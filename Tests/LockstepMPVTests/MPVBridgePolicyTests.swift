@@ -11,11 +11,11 @@ struct MPVBridgePolicyTests {
     static let ms = Nanos.millisecond
     static let file = "/media/film.mkv"
 
-    func origin(_ action: String, local: Bool = false, reason: String? = nil) -> Origin {
+    func origin(_ action: Origin.Action, local: Bool = false, reason: String? = nil) -> Origin {
         Origin(peerID: "p2", name: "kitchen", action: action, reason: reason, local: local, lamport: 3)
     }
 
-    func timeline(_ state: String, position: Int64, at: Int64, rate: Double = 1, action: String = "play", local: Bool = false) -> P.Input {
+    func timeline(_ state: TimelineState, position: Int64, at: Int64, rate: Double = 1, action: Origin.Action = .play, local: Bool = false) -> P.Input {
         .timeline(TimelineEvent(item: Self.file, state: state, positionNs: position, rate: rate, hostTimeNs: at, origin: origin(action, local: local)))
     }
 
@@ -26,7 +26,7 @@ struct MPVBridgePolicyTests {
         _ = p.handle(.speed(1), now: now)
         _ = p.handle(.pausedForCache(false), now: now)
         _ = p.handle(.fileLoaded(path: Self.file, durationNs: 600 * Nanos.second, title: "film"), now: now)
-        _ = p.handle(timeline("paused", position: 0, at: now, action: "load", local: true), now: now)
+        _ = p.handle(timeline(.paused, position: 0, at: now, action: .load, local: true), now: now)
         // mpv carries out the bridge's seek to the group's position.
         _ = p.handle(.seekStarted, now: now)
         _ = p.handle(.playbackRestarted(positionNs: 0), now: now)
@@ -36,7 +36,7 @@ struct MPVBridgePolicyTests {
     /// A policy playing on the group timeline from position 10 s at host time 1 s.
     func playing() -> P {
         var p = loaded()
-        _ = p.handle(timeline("playing", position: 10 * Nanos.second, at: Nanos.second, local: true), now: 500 * Self.ms)
+        _ = p.handle(timeline(.playing, position: 10 * Nanos.second, at: Nanos.second, local: true), now: 500 * Self.ms)
         _ = p.handle(.tick, now: Nanos.second)
         _ = p.handle(.pause(false), now: Nanos.second)
         _ = p.handle(.seekStarted, now: Nanos.second)
@@ -48,19 +48,19 @@ struct MPVBridgePolicyTests {
     func loadsItem() {
         var p = P()
         #expect(p.handle(.fileLoaded(path: Self.file, durationNs: 5, title: "film"), now: 0) == [
-            .load(LoadRequest(item: Self.file, share: "group", title: "film", durationNs: 5)), .ready,
+            .load(LoadRequest(item: Self.file, share: .group, title: "film", durationNs: 5)), .ready,
         ])
         var c = P.Configuration()
         c.itemIDs = [Self.file: "night-2019"]
         var q = P(configuration: c)
-        #expect(q.handle(.fileLoaded(path: Self.file, durationNs: nil, title: nil), now: 0).first == .load(LoadRequest(item: "night-2019", share: "group")))
+        #expect(q.handle(.fileLoaded(path: Self.file, durationNs: nil, title: nil), now: 0).first == .load(LoadRequest(item: "night-2019", share: .group)))
         #expect(q.item == "night-2019")
     }
 
     @Test("the user's play becomes an intent and mpv is paused again until the group's anchor")
     func userPlayIsRevertedUntilAnchor() {
         var p = loaded()
-        #expect(p.handle(.pause(false), now: 100 * Self.ms) == [.intent(IntentRequest(action: "play")), .setPause(true)])
+        #expect(p.handle(.pause(false), now: 100 * Self.ms) == [.intent(IntentRequest(action: .play)), .setPause(true)])
         // The bridge's own re-pause is not another intent.
         #expect(p.handle(.pause(true), now: 101 * Self.ms) == [])
     }
@@ -68,7 +68,7 @@ struct MPVBridgePolicyTests {
     @Test("a playing timeline: paused and sought exactly at once, unpaused at the anchor's host time, not before")
     func startAtAnchor() {
         var p = loaded()
-        let actions = p.handle(timeline("playing", position: 30 * Nanos.second, at: 400 * Self.ms), now: 100 * Self.ms)
+        let actions = p.handle(timeline(.playing, position: 30 * Nanos.second, at: 400 * Self.ms), now: 100 * Self.ms)
         #expect(actions.contains(.seek(positionNs: 30 * Nanos.second)))
         #expect(!actions.contains(.setPause(false)))
         #expect(p.nextDeadline == 400 * Self.ms)
@@ -84,7 +84,7 @@ struct MPVBridgePolicyTests {
         var c = P.Configuration()
         c.seekLeadNs = 100 * Self.ms
         var p = loaded(c)
-        let actions = p.handle(timeline("playing", position: 30 * Nanos.second, at: 50 * Self.ms, rate: 2), now: 40 * Self.ms)
+        let actions = p.handle(timeline(.playing, position: 30 * Nanos.second, at: 50 * Self.ms, rate: 2), now: 40 * Self.ms)
         // Start at 140 ms instead of 50 ms: 90 ms later at rate 2 is 180 ms further.
         #expect(actions.contains(.seek(positionNs: 30 * Nanos.second + 180 * Self.ms)))
         #expect(actions.contains(.setSpeed(2)))
@@ -96,10 +96,10 @@ struct MPVBridgePolicyTests {
         var p = playing()
         // At 2 s mpv reads 11.000 s (on the timeline). A re-sent timeline: position at 2.5 s = 11.5 s.
         _ = p.handle(.position(11 * Nanos.second, at: 2 * Nanos.second), now: 2 * Nanos.second)
-        #expect(p.handle(timeline("playing", position: 11_500 * Self.ms + 10 * Self.ms, at: 2_500 * Self.ms), now: 2_010 * Self.ms) == [.showText("kitchen played")])
+        #expect(p.handle(timeline(.playing, position: 11_500 * Self.ms + 10 * Self.ms, at: 2_500 * Self.ms), now: 2_010 * Self.ms) == [.showText("kitchen played")])
         #expect(p.nextDeadline == nil)
         // 50 ms off: pause, exact seek, unpause at the anchor.
-        let actions = p.handle(timeline("playing", position: 11_550 * Self.ms, at: 2_500 * Self.ms, local: true), now: 2_020 * Self.ms)
+        let actions = p.handle(timeline(.playing, position: 11_550 * Self.ms, at: 2_500 * Self.ms, local: true), now: 2_020 * Self.ms)
         #expect(actions == [.setPause(true), .seek(positionNs: 11_550 * Self.ms)])
         #expect(p.nextDeadline == 2_500 * Self.ms)
     }
@@ -107,11 +107,11 @@ struct MPVBridgePolicyTests {
     @Test("the user's pause becomes an intent and mpv plays on; it pauses with the group at the group's instant")
     func userPauseThenGroupPause() {
         var p = playing()
-        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: "pause")), .setPause(false)])
+        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: .pause)), .setPause(false)])
         #expect(p.handle(.pause(false), now: 3_001 * Self.ms) == [])
         _ = p.handle(.position(11_998 * Self.ms, at: 3_000 * Self.ms), now: 3_002 * Self.ms)  // from before the pause
         #expect(p.handle(.position(12_000 * Self.ms, at: 3_002 * Self.ms), now: 3_002 * Self.ms).isEmpty == false)
-        #expect(p.handle(timeline("paused", position: 12_050 * Self.ms, at: 3_050 * Self.ms, action: "pause", local: true), now: 3_003 * Self.ms) == [])
+        #expect(p.handle(timeline(.paused, position: 12_050 * Self.ms, at: 3_050 * Self.ms, action: .pause, local: true), now: 3_003 * Self.ms) == [])
         // 3 ms lost while it was paused: it pauses 3 ms late, when it reaches the group's position, with no seek.
         #expect(p.handle(.tick, now: 3_050 * Self.ms) == [])
         #expect(p.nextDeadline == 3_052 * Self.ms)
@@ -122,7 +122,7 @@ struct MPVBridgePolicyTests {
     func remotePause() {
         var p = playing()
         _ = p.handle(.position(11_930 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)  // 30 ms ahead
-        #expect(p.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause"), now: 2_900 * Self.ms) == [.showText("kitchen paused")])
+        #expect(p.handle(timeline(.paused, position: 12 * Nanos.second, at: 3 * Nanos.second, action: .pause), now: 2_900 * Self.ms) == [.showText("kitchen paused")])
         #expect(p.handle(.tick, now: 3 * Nanos.second) == [.setPause(true), .seek(positionNs: 12 * Nanos.second)])
         #expect(p.handle(.pause(true), now: 3_001 * Self.ms) == [])
         #expect(p.handle(.seekStarted, now: 3_001 * Self.ms) == [])
@@ -133,9 +133,9 @@ struct MPVBridgePolicyTests {
     func userSeek() {
         var p = playing()
         #expect(p.handle(.seekStarted, now: 5 * Nanos.second) == [])
-        #expect(p.handle(.playbackRestarted(positionNs: 120 * Nanos.second), now: 5_050 * Self.ms) == [.intent(IntentRequest(action: "seek", positionNs: 120 * Nanos.second))])
+        #expect(p.handle(.playbackRestarted(positionNs: 120 * Nanos.second), now: 5_050 * Self.ms) == [.intent(IntentRequest(action: .seek, positionNs: 120 * Nanos.second))])
         // The group's seek: the bridge seeks; mpv's seek events are its own.
-        _ = p.handle(timeline("playing", position: 120 * Nanos.second, at: 5_300 * Self.ms, action: "seek", local: true), now: 5_060 * Self.ms)
+        _ = p.handle(timeline(.playing, position: 120 * Nanos.second, at: 5_300 * Self.ms, action: .seek, local: true), now: 5_060 * Self.ms)
         #expect(p.handle(.seekStarted, now: 5_061 * Self.ms) == [])
         #expect(p.handle(.playbackRestarted(positionNs: 120 * Nanos.second), now: 5_080 * Self.ms) == [])
     }
@@ -143,9 +143,9 @@ struct MPVBridgePolicyTests {
     @Test("the user's speed change becomes a rate intent and is undone until the group's timeline sets it")
     func userSpeed() {
         var p = playing()
-        #expect(p.handle(.speed(1.5), now: 5 * Nanos.second) == [.intent(IntentRequest(action: "rate", rate: 1.5)), .setSpeed(1)])
+        #expect(p.handle(.speed(1.5), now: 5 * Nanos.second) == [.intent(IntentRequest(action: .rate, rate: 1.5)), .setSpeed(1)])
         #expect(p.handle(.speed(1), now: 5_001 * Self.ms) == [])
-        let actions = p.handle(timeline("playing", position: 14 * Nanos.second, at: 5_200 * Self.ms, rate: 1.5, action: "rate", local: true), now: 5_010 * Self.ms)
+        let actions = p.handle(timeline(.playing, position: 14 * Nanos.second, at: 5_200 * Self.ms, rate: 1.5, action: .rate, local: true), now: 5_010 * Self.ms)
         #expect(actions.first == .setSpeed(1.5))
         #expect(p.handle(.speed(1.5), now: 5_011 * Self.ms) == [])
     }
@@ -153,7 +153,7 @@ struct MPVBridgePolicyTests {
     @Test("a rate correction sets speed for its duration, then the group's rate again; neither is an intent, and no position is reported until the change has gone through mpv's audio buffer")
     func rateCorrection() {
         var p = playing()
-        let c = CorrectionEvent(kind: "rate", rate: 0.99, untilHostTimeNs: 6 * Nanos.second, errorNs: 5 * Self.ms)
+        let c = CorrectionEvent(kind: .rate, rate: 0.99, untilHostTimeNs: 6 * Nanos.second, errorNs: 5 * Self.ms)
         #expect(p.handle(.correction(c), now: 5 * Nanos.second) == [.setSpeed(0.99)])
         #expect(p.handle(.speed(0.99), now: 5_001 * Self.ms) == [])
         #expect(p.handle(.position(14_500 * Self.ms, at: 5_500 * Self.ms), now: 5_500 * Self.ms) == [])
@@ -167,7 +167,7 @@ struct MPVBridgePolicyTests {
     @Test("a seek correction: pause, exact seek, resume at the instant given")
     func seekCorrection() {
         var p = playing()
-        let c = CorrectionEvent(kind: "seek", positionNs: 20 * Nanos.second, hostTimeNs: 11 * Nanos.second, errorNs: -800 * Self.ms)
+        let c = CorrectionEvent(kind: .seek, positionNs: 20 * Nanos.second, hostTimeNs: 11 * Nanos.second, errorNs: -800 * Self.ms)
         #expect(p.handle(.correction(c), now: 10_800 * Self.ms) == [.setPause(true), .seek(positionNs: 20 * Nanos.second)])
         #expect(p.handle(.tick, now: 11 * Nanos.second) == [.setPause(false)])
     }
@@ -176,7 +176,7 @@ struct MPVBridgePolicyTests {
     func reportsOnlyWhilePlaying() {
         var p = loaded()
         #expect(p.handle(.position(0, at: 10), now: 10) == [])
-        _ = p.handle(timeline("playing", position: 0, at: Nanos.second), now: 500 * Self.ms)
+        _ = p.handle(timeline(.playing, position: 0, at: Nanos.second), now: 500 * Self.ms)
         #expect(p.handle(.position(0, at: 600 * Self.ms), now: 600 * Self.ms) == [])
         _ = p.handle(.tick, now: Nanos.second)
         _ = p.handle(.pause(false), now: Nanos.second)
@@ -198,14 +198,14 @@ struct MPVBridgePolicyTests {
     @Test("a wait holds mpv at the position and says on the OSD whom the group waits for")
     func waitHolds() {
         var p = loaded()
-        let w = WaitEvent(item: Self.file, positionNs: 0, hostTimeNs: 100 * Self.ms, waitingFor: [WaitingForView(peerName: "kitchen", player: "mpv", why: "buffering")], origin: origin("play"))
+        let w = WaitEvent(item: Self.file, positionNs: 0, hostTimeNs: 100 * Self.ms, waitingFor: [WaitingForView(peerName: "kitchen", player: "mpv", why: "buffering")], origin: origin(.play))
         #expect(p.handle(.wait(w), now: 100 * Self.ms) == [.showText("Waiting for kitchen (buffering)"), .seek(positionNs: 0)])
     }
 
     @Test("instructions for another item are ignored")
     func otherItemIgnored() {
         var p = loaded()
-        let t = TimelineEvent(item: "/other.mkv", state: "playing", positionNs: 0, rate: 1, hostTimeNs: Nanos.second, origin: origin("play"))
+        let t = TimelineEvent(item: "/other.mkv", state: .playing, positionNs: 0, rate: 1, hostTimeNs: Nanos.second, origin: origin(.play))
         #expect(p.handle(.timeline(t), now: 0) == [])
         #expect(p.nextDeadline == nil)
     }
@@ -213,7 +213,7 @@ struct MPVBridgePolicyTests {
     @Test("a group rate carrying clock skew, read back rounded to mpv's 6 decimals, is not the user's speed change")
     func roundedSpeedIsNotAnIntent() {
         var p = playing()
-        let actions = p.handle(timeline("playing", position: 14 * Nanos.second, at: 5_200 * Self.ms, rate: 1.0000069638553888, local: true), now: 5_010 * Self.ms)
+        let actions = p.handle(timeline(.playing, position: 14 * Nanos.second, at: 5_200 * Self.ms, rate: 1.0000069638553888, local: true), now: 5_010 * Self.ms)
         #expect(actions.contains(.setSpeed(1.0000069638553888)))
         #expect(p.handle(.speed(1.000007), now: 5_011 * Self.ms) == [])
     }
@@ -221,39 +221,39 @@ struct MPVBridgePolicyTests {
     @Test("two seeks of the bridge in flight, restarted one after the other, are not a user seek")
     func overlappingOwnSeeks() {
         var p = playing()
-        _ = p.handle(timeline("playing", position: 20 * Nanos.second, at: 5_300 * Self.ms, action: "seek", local: true), now: 5 * Nanos.second)
+        _ = p.handle(timeline(.playing, position: 20 * Nanos.second, at: 5_300 * Self.ms, action: .seek, local: true), now: 5 * Nanos.second)
         #expect(p.handle(.seekStarted, now: 5_001 * Self.ms) == [])
-        _ = p.handle(timeline("playing", position: 30 * Nanos.second, at: 5_400 * Self.ms, action: "seek", local: true), now: 5_002 * Self.ms)
+        _ = p.handle(timeline(.playing, position: 30 * Nanos.second, at: 5_400 * Self.ms, action: .seek, local: true), now: 5_002 * Self.ms)
         #expect(p.handle(.playbackRestarted(positionNs: 20 * Nanos.second), now: 5_003 * Self.ms) == [])
         #expect(p.handle(.seekStarted, now: 5_004 * Self.ms) == [])
         #expect(p.handle(.playbackRestarted(positionNs: 30 * Nanos.second), now: 5_005 * Self.ms) == [])
         _ = p.handle(.tick, now: 5_400 * Self.ms)
         // Once they are done, the user's seek is the user's again.
         #expect(p.handle(.seekStarted, now: 6 * Nanos.second) == [])
-        #expect(p.handle(.playbackRestarted(positionNs: 50 * Nanos.second), now: 6_001 * Self.ms) == [.intent(IntentRequest(action: "seek", positionNs: 50 * Nanos.second))])
+        #expect(p.handle(.playbackRestarted(positionNs: 50 * Nanos.second), now: 6_001 * Self.ms) == [.intent(IntentRequest(action: .seek, positionNs: 50 * Nanos.second))])
     }
 
     @Test("a playing mpv on the timeline (within 10 ms) pauses at the group's instant without a seek; one further ahead also seeks")
     func pauseWithoutSeekWhenOnTimeline() {
         var p = playing()
         _ = p.handle(.position(11_900 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
-        _ = p.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
+        _ = p.handle(timeline(.paused, position: 12 * Nanos.second, at: 3 * Nanos.second, action: .pause, local: true), now: 2_950 * Self.ms)
         #expect(p.handle(.tick, now: 3 * Nanos.second) == [.setPause(true)])
 
         // 5 ms ahead (a reading during a rate correction, say): paused at the instant, no seek.
         var a = playing()
         _ = a.handle(.position(11_905 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
-        _ = a.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
+        _ = a.handle(timeline(.paused, position: 12 * Nanos.second, at: 3 * Nanos.second, action: .pause, local: true), now: 2_950 * Self.ms)
         #expect(a.handle(.tick, now: 3 * Nanos.second) == [.setPause(true)])
         // 20 ms ahead: paused at the instant, then sought back exactly.
         var q = playing()
         _ = q.handle(.position(11_920 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
-        _ = q.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
+        _ = q.handle(timeline(.paused, position: 12 * Nanos.second, at: 3 * Nanos.second, action: .pause, local: true), now: 2_950 * Self.ms)
         #expect(q.handle(.tick, now: 3 * Nanos.second) == [.setPause(true), .seek(positionNs: 12 * Nanos.second)])
         // 10 ms behind: paused 10 ms later, where the group paused, no seek.
         var r = playing()
         _ = r.handle(.position(11_890 * Self.ms, at: 2_900 * Self.ms), now: 2_900 * Self.ms)
-        _ = r.handle(timeline("paused", position: 12 * Nanos.second, at: 3 * Nanos.second, action: "pause", local: true), now: 2_950 * Self.ms)
+        _ = r.handle(timeline(.paused, position: 12 * Nanos.second, at: 3 * Nanos.second, action: .pause, local: true), now: 2_950 * Self.ms)
         #expect(r.handle(.tick, now: 3 * Nanos.second) == [])
         #expect(r.handle(.tick, now: 3_010 * Self.ms) == [.setPause(true)])
     }
@@ -261,8 +261,8 @@ struct MPVBridgePolicyTests {
     @Test("the user's pause, and no reading since mpv resumed by the group's instant: it waits for one and pauses where the group paused, without a seek; with none within 100 ms, it pauses and seeks")
     func groupPauseWaitsForAReading() {
         var p = playing()
-        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: "pause")), .setPause(false)])
-        _ = p.handle(timeline("paused", position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: "pause", local: true), now: 3_002 * Self.ms)
+        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: .pause)), .setPause(false)])
+        _ = p.handle(timeline(.paused, position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: .pause, local: true), now: 3_002 * Self.ms)
         _ = p.handle(.pause(false), now: 3_060 * Self.ms)  // mpv took 60 ms to resume
         #expect(p.handle(.tick, now: 3_130 * Self.ms) == [])
         #expect(p.nextDeadline == 3_155 * Self.ms)
@@ -273,7 +273,7 @@ struct MPVBridgePolicyTests {
 
         var q = playing()
         _ = q.handle(.pause(true), now: 3 * Nanos.second)
-        _ = q.handle(timeline("paused", position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: "pause", local: true), now: 3_002 * Self.ms)
+        _ = q.handle(timeline(.paused, position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: .pause, local: true), now: 3_002 * Self.ms)
         _ = q.handle(.pause(false), now: 3_060 * Self.ms)
         for t in stride(from: Int64(3_130), to: 3_230, by: 25) { #expect(q.handle(.tick, now: t * Self.ms) == []) }
         #expect(q.handle(.tick, now: 3_230 * Self.ms) == [.setPause(true), .seek(positionNs: 12_130 * Self.ms)])
@@ -282,8 +282,8 @@ struct MPVBridgePolicyTests {
     @Test("the group's pause arriving before mpv reports the bridge's undoing of the user's pause: that report is not a play")
     func revertReportedAfterGroupPause() {
         var p = playing()
-        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: "pause")), .setPause(false)])
-        _ = p.handle(timeline("paused", position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: "pause", local: true), now: 3_002 * Self.ms)
+        #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: .pause)), .setPause(false)])
+        _ = p.handle(timeline(.paused, position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: .pause, local: true), now: 3_002 * Self.ms)
         #expect(p.handle(.pause(false), now: 3_003 * Self.ms) == [])
     }
 }
