@@ -77,14 +77,20 @@ public final class PeerTransport: Sendable {
             do throws(Envelope.Rejection) {
                 opened = try opener.open(datagram.bytes)
             } catch {
-                if error != .fromSelf { drop(error.counterName, "dropped a datagram: \(error)", from: datagram.source) }
+                // Our own sender id: a path back to ourselves (a static peer naming this agent), or
+                // junk forged with our id; counted, not worth a warning.
+                if error == .fromSelf { count("dropped_from_self") } else { drop(error.counterName, "dropped a datagram: \(error)", from: datagram.source) }
                 return
             }
             let message: PeerMessage
             do throws(DecodeError) {
                 message = try PeerMessage.decode(opened.plaintext)
             } catch {
-                drop("malformed", "dropped a malformed message: \(error)", from: datagram.source)
+                if case .outOfRange = error {
+                    drop("out_of_range", "dropped a message with a number out of range: \(error)", from: datagram.source)
+                } else {
+                    drop("malformed", "dropped a malformed message: \(error)", from: datagram.source)
+                }
                 return
             }
             count("received")

@@ -35,6 +35,8 @@ public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncated(field: String)
     case tooLong(field: String, limit: Int)
     case invalid(field: String)
+    /// A number outside the range the protocol allows for its field (`Protocol/peer-protocol.md` §4).
+    case outOfRange(field: String, range: String)
     case unknownType(UInt8)
     case trailingBytes(Int)
 
@@ -43,6 +45,7 @@ public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .truncated(let f): return "truncated at \(f)"
         case .tooLong(let f, let limit): return "\(f) longer than \(limit)"
         case .invalid(let f): return "invalid \(f)"
+        case .outOfRange(let f, let range): return "\(f) out of range (\(range))"
         case .unknownType(let t): return "unknown message type \(t)"
         case .trailingBytes(let n): return "\(n) bytes after the end of the message"
         }
@@ -92,6 +95,27 @@ public struct ByteReader {
         let slice = try raw(n, field)
         guard let s = String(validating: slice, as: UTF8.self) else { throw .invalid(field: field) }
         return s
+    }
+
+    /// An `i64` within `range` (the field's allowed values).
+    public mutating func i64(_ field: String, within range: ClosedRange<Int64>) throws(DecodeError) -> Int64 {
+        let v = try i64(field)
+        guard range.contains(v) else { throw .outOfRange(field: field, range: "\(range.lowerBound)...\(range.upperBound)") }
+        return v
+    }
+
+    /// A `u64` within `range`.
+    public mutating func u64(_ field: String, within range: ClosedRange<UInt64>) throws(DecodeError) -> UInt64 {
+        let v = try u64(field)
+        guard range.contains(v) else { throw .outOfRange(field: field, range: "\(range.lowerBound)...\(range.upperBound)") }
+        return v
+    }
+
+    /// A finite `f64` within `range`.
+    public mutating func f64(_ field: String, within range: ClosedRange<Double>) throws(DecodeError) -> Double {
+        let v = try f64(field)
+        guard range.contains(v) else { throw .outOfRange(field: field, range: "\(range.lowerBound)...\(range.upperBound)") }
+        return v
     }
 
     /// Throws if anything is left: a message must be exactly as long as its fields.

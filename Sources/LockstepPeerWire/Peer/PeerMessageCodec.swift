@@ -148,11 +148,11 @@ extension PeerMessage {
         let message: PeerMessage
         switch type {
         case .clockRequest:
-            message = .clockRequest(exchange: try r.u32("exchange"), t1: try r.i64("t1"))
+            message = .clockRequest(exchange: try r.u32("exchange"), t1: try r.i64("t1", within: Limits.instantNs))
         case .clockReply:
-            message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2"), t3: try r.i64("t3"))
+            message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2", within: Limits.instantNs), t3: try r.i64("t3", within: Limits.instantNs))
         case .clockFollowUp:
-            message = .clockFollowUp(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t3: try r.i64("t3"))
+            message = .clockFollowUp(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t3: try r.i64("t3", within: Limits.instantNs))
         case .hello:
             let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
@@ -163,7 +163,7 @@ extension PeerMessage {
             let record = try readItemRecord(&r)
             var relay: RelayAnchor?
             if flags & 2 != 0 {
-                relay = RelayAnchor(anchorTime: try r.i64("relay.anchor_time"), errorBoundNs: try nonNegative(r.i64("relay.error_bound"), "relay.error_bound"))
+                relay = RelayAnchor(anchorTime: try r.i64("relay.anchor_time", within: Limits.instantNs), errorBoundNs: try r.i64("relay.error_bound", within: Limits.relayBoundNs))
             }
             message = .itemRecord(record, relay: relay, wantsAck: flags & 1 != 0)
         case .currentRecord:
@@ -187,13 +187,13 @@ extension PeerMessage {
             guard m <= maxParticipantDigests else { throw .tooLong(field: "participants", limit: maxParticipantDigests) }
             var ps: [ParticipantDigest] = []
             for _ in 0..<m {
-                ps.append(ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation"), version: try r.u64("participant.version")))
+                ps.append(ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation", within: Limits.counter), version: try r.u64("participant.version", within: Limits.counter)))
             }
             message = .digest(GroupDigest(current: current, items: items), participants: ps, wantsReply: flags & 1 != 0)
         case .participant:
             let peer = try readPeer(&r, "peer")
-            let incarnation = try r.u64("incarnation")
-            let version = try r.u64("version")
+            let incarnation = try r.u64("incarnation", within: Limits.counter)
+            let version = try r.u64("version", within: Limits.counter)
             let n = Int(try r.u8("players.count"))
             guard n <= ParticipantRecord.maxPlayers else { throw .tooLong(field: "players", limit: ParticipantRecord.maxPlayers) }
             var players: [PlayerStatus] = []
@@ -205,18 +205,17 @@ extension PeerMessage {
             var entries: [ClockReport.Entry] = []
             for _ in 0..<n {
                 let peer = try readPeer(&r, "entry.peer")
-                let incarnation = try r.u64("entry.incarnation")
-                let reference = try r.i64("entry.reference")
-                let offset = try r.f64("entry.offset")
-                let skew = try r.f64("entry.skew")
-                let bound = try nonNegativeDouble(r.f64("entry.error_bound"), "entry.error_bound")
-                let growth = try nonNegativeDouble(r.f64("entry.error_growth"), "entry.error_growth")
-                let hard = try nonNegativeDouble(r.f64("entry.hard_bound"), "entry.hard_bound")
-                let hardGrowth = try nonNegativeDouble(r.f64("entry.hard_growth"), "entry.hard_growth")
-                let delay = try nonNegative(r.i64("entry.delay"), "entry.delay")
+                let incarnation = try r.u64("entry.incarnation", within: Limits.counter)
+                let reference = try r.i64("entry.reference", within: Limits.instantNs)
+                let offset = try r.f64("entry.offset", within: -Limits.reportOffsetNs...Limits.reportOffsetNs)
+                let skew = try r.f64("entry.skew", within: Limits.reportSkewPPM)
+                let bound = try r.f64("entry.error_bound", within: Limits.reportBoundNs)
+                let growth = try r.f64("entry.error_growth", within: Limits.reportGrowthPPM)
+                let hard = try r.f64("entry.hard_bound", within: Limits.reportBoundNs)
+                let hardGrowth = try r.f64("entry.hard_growth", within: Limits.reportGrowthPPM)
+                let delay = try r.i64("entry.delay", within: Limits.reportDelayNs)
                 let samples = Int(try r.u32("entry.samples"))
-                let last = try r.i64("entry.last_sample")
-                guard abs(skew) < 1e5 else { throw .invalid(field: "entry.skew") }
+                let last = try r.i64("entry.last_sample", within: Limits.instantNs)
                 entries.append(ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: ClockEstimate(
                     referenceLocal: reference, offsetNs: offset, skewPPM: skew, errorBoundNs: bound, errorGrowthPPM: growth,
                     hardBoundNs: hard, hardGrowthPPM: hardGrowth, delayNs: delay, sampleCount: samples, lastSampleLocal: last)))
@@ -240,22 +239,12 @@ extension PeerMessage {
         return flags
     }
 
-    static func nonNegative(_ v: Int64, _ field: String) throws(DecodeError) -> Int64 {
-        guard v >= 0 else { throw .invalid(field: field) }
-        return v
-    }
-
-    static func nonNegativeDouble(_ v: Double, _ field: String) throws(DecodeError) -> Double {
-        guard v >= 0 else { throw .invalid(field: field) }
-        return v
-    }
-
     static func readPeer(_ r: inout ByteReader, _ field: String) throws(DecodeError) -> PeerID {
         PeerID(bytes: try r.raw(16, field))!
     }
 
     static func readStamp(_ r: inout ByteReader) throws(DecodeError) -> Stamp {
-        Stamp(lamport: try r.u64("stamp.lamport"), origin: try readPeer(&r, "stamp.origin"), incarnation: try r.u64("stamp.incarnation"))
+        Stamp(lamport: try r.u64("stamp.lamport", within: Limits.counter), origin: try readPeer(&r, "stamp.origin"), incarnation: try r.u64("stamp.incarnation", within: Limits.counter))
     }
 
     static func readVersion(_ r: inout ByteReader) throws(DecodeError) -> VersionVector {
@@ -265,7 +254,7 @@ extension PeerMessage {
         var previous: PeerID?
         for _ in 0..<n {
             let peer = try readPeer(&r, "version.peer")
-            let counter = try r.u64("version.counter")
+            let counter = try r.u64("version.counter", within: Limits.counter)
             // Canonical form only: sorted, unique, non-zero. Anything else would not round-trip.
             guard counter > 0, previous.map({ $0 < peer }) ?? true else { throw .invalid(field: "version") }
             previous = peer
@@ -285,7 +274,7 @@ extension PeerMessage {
         guard flags & ~7 == 0 else { throw .invalid(field: "metadata.flags") }
         let title = flags & 1 != 0 ? try r.string("metadata.title", limit: ItemMetadata.maxTitleBytes) : nil
         let artwork = flags & 2 != 0 ? try r.string("metadata.artwork", limit: ItemMetadata.maxArtworkBytes) : nil
-        let duration = flags & 4 != 0 ? try nonNegative(r.i64("metadata.duration"), "metadata.duration") : nil
+        let duration = flags & 4 != 0 ? try r.i64("metadata.duration", within: Limits.positionNs) : nil
         return ItemMetadata(title: title, artworkURL: artwork, durationNs: duration)
     }
 
@@ -293,10 +282,9 @@ extension PeerMessage {
         let item = try readItem(&r)
         let metadata = try readMetadata(&r)
         guard let phase = Timeline.Phase(rawValue: try r.u8("timeline.phase")) else { throw .invalid(field: "timeline.phase") }
-        let anchor = try r.i64("timeline.anchor_time")
-        let position = try nonNegative(r.i64("timeline.position"), "timeline.position")
-        let rate = try r.f64("timeline.rate")
-        guard Timeline.rateRange.contains(rate) else { throw .invalid(field: "timeline.rate") }
+        let anchor = try r.i64("timeline.anchor_time", within: Limits.instantNs)
+        let position = try r.i64("timeline.position", within: Limits.positionNs)
+        let rate = try r.f64("timeline.rate", within: Limits.rate)
         guard let action = Action(rawValue: try r.u8("action")) else { throw .invalid(field: "action") }
         let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
         let stamp = try readStamp(&r)
@@ -315,8 +303,8 @@ extension PeerMessage {
         guard n <= PlayerStatus.maxSuspensions else { throw .tooLong(field: "player.suspensions", limit: PlayerStatus.maxSuspensions) }
         var reasons: [String] = []
         for _ in 0..<n { reasons.append(try r.string("player.suspension", limit: PlayerStatus.maxReasonBytes)) }
-        let output = try nonNegative(r.i64("player.output_latency"), "player.output_latency")
-        let start = try nonNegative(r.i64("player.start_latency"), "player.start_latency")
+        let output = try r.i64("player.output_latency", within: Limits.latencyNs)
+        let start = try r.i64("player.start_latency", within: Limits.latencyNs)
         return PlayerStatus(playerID: id, name: name, itemHash: hash, solo: flags & 2 != 0, readiness: readiness, suspensions: reasons, outputLatencyNs: output, startLatencyNs: start)
     }
 }
