@@ -42,6 +42,11 @@ public struct ClockEstimate: Sendable, Equatable, Codable {
     public var sampleCount: Int
     /// Local time of the newest sample used.
     public var lastSampleLocal: Int64
+    /// Alarm: by how much the path's minimum round trip rose in a sudden step that is not
+    /// explained, in nanoseconds (0: none). Such a rise may have moved the offset by up to half of
+    /// it (one direction slowed, e.g. by an on-path attacker) and ``errorBoundNs`` is widened to
+    /// cover that. Not part of the encoded form: it describes this agent's own link.
+    public var delayStepNs: Int64 = 0
 
     public init(
         referenceLocal: Int64,
@@ -53,7 +58,8 @@ public struct ClockEstimate: Sendable, Equatable, Codable {
         hardGrowthPPM: Double = 0,
         delayNs: Int64,
         sampleCount: Int = 1,
-        lastSampleLocal: Int64? = nil
+        lastSampleLocal: Int64? = nil,
+        delayStepNs: Int64 = 0
     ) {
         self.referenceLocal = referenceLocal
         self.offsetNs = offsetNs
@@ -65,6 +71,13 @@ public struct ClockEstimate: Sendable, Equatable, Codable {
         self.delayNs = delayNs
         self.sampleCount = sampleCount
         self.lastSampleLocal = lastSampleLocal ?? referenceLocal
+        self.delayStepNs = delayStepNs
+    }
+
+    /// The encoded form is the gossiped one (`clock_report`), which carries no alarm.
+    enum CodingKeys: String, CodingKey {
+        case referenceLocal, offsetNs, skewPPM, errorBoundNs, errorGrowthPPM, hardBoundNs, hardGrowthPPM, delayNs, sampleCount
+        case lastSampleLocal
     }
 
     // MARK: - Evaluating
@@ -132,7 +145,8 @@ public struct ClockEstimate: Sendable, Equatable, Codable {
             hardGrowthPPM: hardGrowthPPM / rate,
             delayNs: delayNs,
             sampleCount: sampleCount,
-            lastSampleLocal: peerTime(fromLocal: lastSampleLocal)
+            lastSampleLocal: peerTime(fromLocal: lastSampleLocal),
+            delayStepNs: delayStepNs
         )
     }
 
@@ -144,7 +158,8 @@ public struct ClockEstimate: Sendable, Equatable, Codable {
     ///     1 + s_AC     = (1 + s_AB)(1 + s_BC)
     ///
     /// Bounds add (both hard and statistical: the worst case of two independent errors), each
-    /// evaluated at its own clock's reading of `t`, so a stale report carries its widening in.
+    /// evaluated at its own clock's reading of `t`, so a stale report carries its widening in;
+    /// so do delay step alarms (either hop's rise may bias the path).
     public func composed(with next: ClockEstimate, atLocal t: Int64) -> ClockEstimate {
         let ab = offset(atLocal: t)
         let tB = t &+ Int64(ab.rounded())
@@ -163,7 +178,8 @@ public struct ClockEstimate: Sendable, Equatable, Codable {
             hardGrowthPPM: hardGrowthPPM + next.hardGrowthPPM * rateAB,
             delayNs: delayNs &+ next.delayNs,
             sampleCount: min(sampleCount, next.sampleCount),
-            lastSampleLocal: min(lastSampleLocal, lastBOnA)
+            lastSampleLocal: min(lastSampleLocal, lastBOnA),
+            delayStepNs: delayStepNs &+ next.delayStepNs
         )
     }
 }

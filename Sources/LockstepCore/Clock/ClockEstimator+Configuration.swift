@@ -29,11 +29,24 @@ extension ClockEstimator {
         public var minDelayGateNs: Int64
         /// After this many delay rejections in a row, the gate opens (the path has changed).
         public var maxConsecutiveDelayRejections: Int
+        /// This many slow samples in a row (see ``delayStepFactor``) are a delay step: an alarm,
+        /// a restarted window and a wider statistical bound until the path is back (`DelayStep`).
+        /// A long run with a low bar tells a rise from jitter better than a short one with a high
+        /// bar (the chance that the old path's samples all clear it falls as its power).
+        public var delayStepSamples: Int
+        /// A sample whose excess over the window's minimum delay exceeds this multiple of the
+        /// mean excess (and ``minDelayGateNs``) is slow, whether or not the gate lets it in.
+        public var delayStepFactor: Double
+        /// A sample whose round trip exceeds this is never kept, however many come (chrony's
+        /// `maxdelay`). The default is the exchange timeout (``ExchangeScheduler``): a slower
+        /// reply is lost anyway.
+        public var maxDelayNs: Int64
         /// How far outside the hard bound a sample must fall to count as a clock step, in ns.
         public var stepThresholdNs: Double
         /// How many agreeing outliers in a row make a clock step.
         public var stepConfirmations: Int
 
+        /// The defaults are the figures the simulations (`Tests/…/Clock`) were calibrated with.
         public init(
             capacity: Int = 512,
             maxSampleAgeNs: Int64 = 60 * Nanos.second,
@@ -47,10 +60,13 @@ extension ClockEstimator {
             delayGateFactor: Double = 8,
             minDelayGateNs: Int64 = 50 * Nanos.microsecond,
             maxConsecutiveDelayRejections: Int = 8,
+            delayStepSamples: Int = 32,
+            delayStepFactor: Double = 1,
+            maxDelayNs: Int64 = 1 * Nanos.second,
             stepThresholdNs: Double = 100_000,
             stepConfirmations: Int = 3
         ) {
-            precondition(capacity >= 4 && stepConfirmations >= 1 && minStatisticalSamples >= 3)
+            precondition(capacity >= 4 && stepConfirmations >= 1 && minStatisticalSamples >= 3 && delayStepSamples >= 1)
             self.capacity = capacity
             self.maxSampleAgeNs = maxSampleAgeNs
             self.noiseFloorNs = noiseFloorNs
@@ -63,6 +79,9 @@ extension ClockEstimator {
             self.delayGateFactor = delayGateFactor
             self.minDelayGateNs = minDelayGateNs
             self.maxConsecutiveDelayRejections = maxConsecutiveDelayRejections
+            self.delayStepSamples = delayStepSamples
+            self.delayStepFactor = delayStepFactor
+            self.maxDelayNs = maxDelayNs
             self.stepThresholdNs = stepThresholdNs
             self.stepConfirmations = stepConfirmations
         }

@@ -26,6 +26,14 @@
 /// largest slope error the brackets allow. The estimate carries the smaller of the two. Between
 /// exchanges the line is extrapolated.
 ///
+/// **Delay steps** (review finding M6). A path whose minimum round trip jumps by `R` may have
+/// moved the offset by up to `R/2` (one direction slowed: an on-path attacker, or a route
+/// change), which no two-way exchange can see. Such a jump is an alarm, not "the path changed"
+/// (`DelayStep`): the window restarts from the slower path, the statistical bound is widened by
+/// up to `R/2` (less once comparing the fits before and after shows the rise shared by both
+/// directions) until the path is back, and the estimate says so in
+/// ``ClockEstimate/delayStepNs``. Round trips above ``Configuration/maxDelayNs`` are never used.
+///
 /// Cost: `onSample` is `O(n)` with `n` ≤ capacity (a sort of nearly sorted data, six hull passes,
 /// a selection and a few scans: 65–80 µs at n = 512 in release, `tools/bench estimator`) and
 /// allocates nothing after `init`; ``estimate(atLocal:)`` is `O(1)`.
@@ -79,11 +87,12 @@ public struct ClockEstimator: Sendable {
             return .accepted
         case .step(let by):
             // The window restarts from the samples that showed the step.
-            window.removeAll()
-            for s in gate.held { window.append(SampleWindow.Entry(s)) }
-            gate.reset()
-            refit()
+            restart(fromHeld: true)
             return .clockStepped(byNs: by)
+        case .restart:
+            // The path's delay stepped (or came back): the window restarts from the new path.
+            restart(fromHeld: false)
+            return .accepted
         }
     }
 
@@ -98,12 +107,14 @@ public struct ClockEstimator: Sendable {
         let hardGrowth = (fit.hardSlopeError + wander) * 1e6
         var bound = hard
         var growth = hardGrowth
+        let step = gate.delayStep
         if fit.statistical {
             let z = configuration.boundSigmas
             let k = configuration.edgeGrowth * fit.sigmaSlope
-            let dx = x - fit.support
-            let sigma = (fit.sigmaOffset * fit.sigmaOffset + k * k * dx * dx).squareRoot()
-            let statistical = z * sigma + wander * max(0, x)
+            let sigma = fit.sigma(atLocal: now, edgeGrowth: configuration.edgeGrowth)
+            var statistical = z * sigma + wander * max(0, x)
+            // A delay step's possible bias is not noise: it adds.
+            statistical += step?.bias ?? 0
             if statistical < hard {
                 bound = statistical
                 growth = (z * k + wander) * 1e6
@@ -119,7 +130,8 @@ public struct ClockEstimator: Sendable {
             hardGrowthPPM: hardGrowth,
             delayNs: fit.minDelay,
             sampleCount: fit.count,
-            lastSampleLocal: fit.reference
+            lastSampleLocal: fit.reference,
+            delayStepNs: step.map { $0.explained ? 0 : $0.riseNs } ?? 0
         )
     }
 
@@ -128,5 +140,19 @@ public struct ClockEstimator: Sendable {
     private mutating func refit() {
         window.sorted(into: &sorted)
         fit = EnvelopeFit.fit(sorted, configuration: configuration, scratch: &scratch)
+        if let fit, gate.delayStep != nil { gate.measureDelayStep(fit) }
+    }
+
+    /// Restarts the window from the gate's held outliers or its run of slow samples. (Read in
+    /// place, so that clearing them after does not copy the buffer.)
+    private mutating func restart(fromHeld: Bool) {
+        window.removeAll()
+        if fromHeld {
+            for s in gate.held { window.append(SampleWindow.Entry(s)) }
+        } else {
+            for s in gate.slowRun { window.append(SampleWindow.Entry(s)) }
+        }
+        gate.windowRestarted()
+        refit()
     }
 }

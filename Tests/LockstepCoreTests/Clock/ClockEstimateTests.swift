@@ -1,3 +1,4 @@
+import Foundation
 import LockstepCore
 import Testing
 
@@ -108,5 +109,19 @@ struct ClockEstimateTests {
         #expect((ac.errorBoundNs - (1_000 + 2_000 + 1_000 + 5_000)).magnitude < 2)
         #expect(ac.hardBoundNs == 20_000)
         #expect(ac.delayNs == 100_000)
+    }
+
+    @Test("a delay step alarm is kept when rebased or inverted, adds up along a path, and is not part of the encoded form")
+    func delayStepAlarm() throws {
+        var e = estimate()
+        #expect(e.delayStepNs == 0)
+        e.delayStepNs = 5_000_000
+        #expect(e.rebased(toLocal: e.referenceLocal + 1_000).delayStepNs == 5_000_000)
+        #expect(e.inverted().delayStepNs == 5_000_000)
+        #expect(e.composed(with: e, atLocal: e.referenceLocal).delayStepNs == 10_000_000)
+        // The gossiped form (clock_report) carries no alarm: it describes the reporter's own link.
+        let decoded = try JSONDecoder().decode(ClockEstimate.self, from: JSONEncoder().encode(e))
+        #expect(decoded.delayStepNs == 0)
+        #expect(decoded.offsetNs == e.offsetNs && decoded.errorBoundNs == e.errorBoundNs)
     }
 }

@@ -137,4 +137,90 @@ struct ClockEstimatorTests {
         #expect(e.errorBoundNs < 1_000)
         #expect(e.hardBoundNs >= 150_000)
     }
+
+    // MARK: - Delay steps (review finding M6)
+
+    /// Feeds `n` samples from `start`, every 100 ms, on a path of `out`/`back` ns each way plus
+    /// `jitter` ns of uniform noise; returns the worst `|error| − bound` and the last estimate.
+    static func feed(
+        _ est: inout ClockEstimator, _ rng: inout SeededRandom, from start: Int64, count n: Int,
+        out: Int64, back: Int64, jitter: Double = 3_000, verdicts: inout [ClockEstimator.SampleVerdict]
+    ) -> (worst: Double, last: ClockEstimate) {
+        let peer = DeviceClock(offsetNs: 1_000_000, skewPPM: 150)
+        var worst = -Double.infinity
+        for i in 0..<n {
+            let t = start + Int64(i) * 100 * ms
+            let s = sample(at: t, skewPPM: 150, out: out + Int64(rng.unit() * jitter), back: back + Int64(rng.unit() * jitter))
+            verdicts.append(est.onSample(s))
+            let e = est.estimate(atLocal: s.t4)!
+            let error = e.offset(atLocal: s.t4) - Double(peer.device(fromHost: s.t4) - s.t4)
+            worst = max(worst, error.magnitude - e.errorBound(atLocal: s.t4))
+        }
+        return (worst, est.estimate(atLocal: start + Int64(n) * 100 * ms)!)
+    }
+
+    static func truth(at t: Int64) -> Double { Double(DeviceClock(offsetNs: 1_000_000, skewPPM: 150).device(fromHost: t) - t) }
+
+    /// An estimator after 30 s of samples on a path of `delay` ns each way (see ``feed``).
+    static func warmedUp(seed: UInt64, delay: Int64 = 20_000, jitter: Double = 3_000) -> (ClockEstimator, SeededRandom) {
+        var est = ClockEstimator()
+        var rng = SeededRandom(seed: seed)
+        var verdicts: [ClockEstimator.SampleVerdict] = []
+        let warm = feed(&est, &rng, from: 0, count: 300, out: delay, back: delay, jitter: jitter, verdicts: &verdicts)
+        #expect(warm.worst <= 0 && warm.last.delayStepNs == 0 && verdicts.allSatisfy { $0 == .accepted })
+        return (est, rng)
+    }
+
+    @Test("one direction 5 ms slower: an alarm of 5 ms, the window restarts, the bound covers the 2.5 ms the offset moved")
+    func oneWayDelayStep() {
+        var (est, rng) = Self.warmedUp(seed: 1)
+        var verdicts: [ClockEstimator.SampleVerdict] = []
+        let after = Self.feed(&est, &rng, from: 30 * Self.second, count: 200, out: 5_020_000, back: 20_000, verdicts: &verdicts)
+        // Seven rejected by the gate, which then opens; the 32nd is a delay step: the window
+        // restarts from the newer 16.
+        #expect(verdicts.prefix(7).allSatisfy { if case .rejectedDelay = $0 { true } else { false } })
+        #expect(verdicts.dropFirst(7).allSatisfy { $0 == .accepted })
+        #expect(est.sampleCount == 200 - 16)
+        #expect(after.worst <= 0, "the bound covers the error after the step")
+        #expect((after.last.delayStepNs - 5_000_000).magnitude < 10_000)
+        #expect((after.last.offsetNs - Self.truth(at: after.last.referenceLocal) - 2_500_000).magnitude < 5_000)
+        #expect(after.last.errorBoundNs < 2_520_000)
+    }
+
+    @Test("a delay step shared by both directions is explained: no alarm, the offset unmoved, the bound soon back to a few µs")
+    func sharedDelayStep() {
+        var (est, rng) = Self.warmedUp(seed: 2)
+        var verdicts: [ClockEstimator.SampleVerdict] = []
+        let early = Self.feed(&est, &rng, from: 30 * Self.second, count: 10, out: 2_520_000, back: 2_520_000, verdicts: &verdicts)
+        #expect(early.worst <= 0)
+        let after = Self.feed(&est, &rng, from: 31 * Self.second, count: 200, out: 2_520_000, back: 2_520_000, verdicts: &verdicts)
+        #expect(after.worst <= 0)
+        #expect(after.last.delayStepNs == 0)
+        #expect((after.last.offsetNs - Self.truth(at: after.last.referenceLocal)).magnitude < 1_000)
+        #expect(after.last.errorBoundNs < 5_000)
+    }
+
+    @Test("when the path is back the alarm ends, and the window restarts from the faster path")
+    func delayStepOver() {
+        var (est, rng) = Self.warmedUp(seed: 3)
+        var verdicts: [ClockEstimator.SampleVerdict] = []
+        let slow = Self.feed(&est, &rng, from: 30 * Self.second, count: 100, out: 5_020_000, back: 20_000, verdicts: &verdicts)
+        #expect(slow.last.delayStepNs > 0)
+        let back = Self.feed(&est, &rng, from: 40 * Self.second, count: 100, out: 20_000, back: 20_000, verdicts: &verdicts)
+        #expect(back.worst <= 0)
+        #expect(back.last.delayStepNs == 0)
+        #expect(est.sampleCount == 100)
+        #expect((back.last.offsetNs - Self.truth(at: back.last.referenceLocal)).magnitude < 1_000)
+    }
+
+    @Test("on a jittery path a one-way step smaller than the gate is still a delay step, and the bound covers it")
+    func jitteryDelayStep() {
+        // 5 ms ± 1 ms each way: the gate is at about 16 ms.
+        var (est, rng) = Self.warmedUp(seed: 4, delay: 4_000_000, jitter: 2_000_000)
+        var verdicts: [ClockEstimator.SampleVerdict] = []
+        let after = Self.feed(&est, &rng, from: 30 * Self.second, count: 200, out: 9_000_000, back: 4_000_000, jitter: 2_000_000, verdicts: &verdicts)
+        #expect(verdicts.allSatisfy { $0 == .accepted })
+        #expect(after.worst <= 0)
+        #expect((after.last.delayStepNs - 5_000_000).magnitude < 1_000_000)
+    }
 }

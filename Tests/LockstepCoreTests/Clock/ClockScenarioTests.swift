@@ -244,6 +244,55 @@ struct ClockScenarioTests {
         #expect(stats.hardCoverage == 1)
     }
 
+    /// Review finding M6: an on-path attacker delaying one direction shifts the offset by half
+    /// the delay, which no two-way exchange can see. The estimate must not hide it behind a
+    /// tight bound: the rise is an alarm, and the bound covers the shift. (At the alarm the window
+    /// restarts from the slower path: the old one leaves it then, not a minute later.)
+    @Test("014 one direction 5 ms slower from 60 s on: alarm raised, bound still covers, error 2.5 ms once the old path has left the window")
+    func oneWayDelayStep() {
+        let stepAt = 60 * Nanos.second
+        let rise = 5 * Nanos.millisecond
+        for seed: UInt64 in 1...2 {
+            var forward = LegModel.veth
+            forward.step = (stepAt, rise)
+            var run = PairRun()
+            var alarmFrom: Int64?
+            var alarmDropped = false
+            var late = ErrorStats()
+            var net = ClockNetwork(
+                clocks: [.slowFar, .fastFar], link: LinkModel(forward: forward, backward: .veth), seed: seed, measuring: [(0, 1)])
+            net.run(until: 150 * Nanos.second) { net in
+                run.observe(net, 0, 1, measureFrom: stepAt)
+                guard net.now >= stepAt, let e = net.estimate(0, of: 1) else { return }
+                if e.delayStepNs > 0 {
+                    alarmFrom = alarmFrom ?? net.now
+                    #expect((e.delayStepNs - rise).magnitude < 100 * Nanos.microsecond)
+                } else if alarmFrom != nil {
+                    alarmDropped = true
+                }
+                // From the alarm on, only the slower path is in the window.
+                if alarmFrom != nil {
+                    let t = net.local(0, atHost: net.now)
+                    let error = e.offset(atLocal: t) - net.trueOffset(of: 1, relativeTo: 0, atHost: net.now)
+                    late.add(error: error, bound: e.errorBound(atLocal: t), hardBound: e.hardBound(atLocal: t))
+                }
+            }
+            print("[014-one-way-step seed \(seed), from the step] \(run.stats) alarm from \(fmt(Double((alarmFrom ?? 0) - stepAt) / 1e6)) ms")
+            print("[014-one-way-step seed \(seed), from the alarm] \(late)")
+            #expect(run.stats.coverage >= 0.99, "statistical bound coverage after the step")
+            #expect(run.stats.hardCoverage == 1)
+            // Raised after 32 slow exchanges (8 s at the slowest steady rate), and kept.
+            #expect(alarmFrom.map { $0 - stepAt <= 8_500 * Nanos.millisecond } == true)
+            #expect(!alarmDropped)
+            // Physics: the outbound leg is 5 ms slower, so the peer looks 2.5 ms later than it is
+            // (and 0.5 µs more: its clock, 400 ppm faster, counts those 5 ms as 5.002 ms).
+            #expect(late.count > 5000)
+            #expect((late.median - 2_500_500).magnitude < 1_000)
+            #expect(late.max < 2_505_000)
+            #expect(late.coverage == 1)
+        }
+    }
+
     @Test("012 the checks can fail: a truth off by 1 ms fails every figure")
     func checksCanFail() {
         let (r, _) = ClockScenario(name: "012-wrong-truth", link: vethLink, truthBiasNs: 1_000_000).run()

@@ -49,6 +49,9 @@ struct LegModel: Sendable {
     var spikeProbability: Double = 0
     var spikeRangeNs: ClosedRange<Double> = 100_000...2_000_000
     var loss: Double = 0
+    /// From host time `atNs` on, every packet takes `extraNs` longer (a route change, or an
+    /// on-path attacker holding this direction's packets).
+    var step: (atNs: Int64, extraNs: Int64)?
 
     /// A veth between two namespaces: ~20 µs, a few µs of noise, rare 100 µs – 2 ms spikes.
     static let veth = LegModel(baseNs: 20_000, jitter: .exponential(meanNs: 3_000), spikeProbability: 0.01)
@@ -83,6 +86,7 @@ struct LegModel: Sendable {
         if rng.chance(spikeProbability) {
             d += spikeRangeNs.lowerBound + rng.unit() * (spikeRangeNs.upperBound - spikeRangeNs.lowerBound)
         }
+        if let step, t >= step.atNs { return Int64(d) + step.extraNs }
         return Int64(d)
     }
 }

@@ -70,6 +70,9 @@ enum EnvelopeFit {
         var hardSlopeError: Double
         /// The smallest round trip in the window, ns.
         var minDelay: Int64
+        /// The round trip of the envelopes (the sum of the two directions' minimum delays) at
+        /// `reference`, ns: at most ``minDelay``, which needs one sample fast both ways.
+        var envelopeDelay: Double
         var count: Int
         /// True when the statistical bound means something.
         var statistical: Bool
@@ -84,6 +87,15 @@ enum EnvelopeFit {
         @inline(__always)
         func hardBound(atLocal t: Int64, wander: Double) -> Double {
             hardBound + (hardSlopeError + wander) * Double(t &- reference).magnitude
+        }
+
+        /// The offset's statistical scale at local time `t`: `√(σ₀² + (k · σₛ · (t − x_edges))²)`
+        /// with `k` = `edgeGrowth`.
+        @inline(__always)
+        func sigma(atLocal t: Int64, edgeGrowth: Double) -> Double {
+            let k = edgeGrowth * sigmaSlope
+            let dx = Double(t &- reference) - support
+            return (sigmaOffset * sigmaOffset + k * k * dx * dx).squareRoot()
         }
     }
 
@@ -184,6 +196,7 @@ enum EnvelopeFit {
             hardBound: hard.bound,
             hardSlopeError: hard.slopeError,
             minDelay: minDelay,
+            envelopeDelay: Double(frame.outBase &+ frame.backBase) + alpha + rho,
             count: n,
             statistical: n >= configuration.minStatisticalSamples
         )
