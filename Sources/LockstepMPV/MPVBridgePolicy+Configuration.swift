@@ -1,0 +1,37 @@
+import LockstepCore
+
+extension MPVBridgePolicy {
+    public struct Configuration: Sendable, Equatable {
+        /// How long mpv needs to pause and seek exactly before it can resume on time. Declared to
+        /// the agent as the player's start latency, so group anchors leave it this much room.
+        public var seekLeadNs: Int64 = 120 * Nanos.millisecond
+        /// A playing mpv that would be within this of a new playing timeline keeps playing.
+        public var keepPlayingWithinNs: Int64 = 15 * Nanos.millisecond
+        /// A playing mpv paused at the group's pause instant is not sought if it was on the
+        /// timeline to within this: a seek makes a paused mpv misreport its position (and show a
+        /// wrong time) for a while, the next start seeks exactly anyway, and a reading taken
+        /// during a rate correction is off by a few ms (mpv's audio buffer times the change).
+        public var pauseWithoutSeekWithinNs: Int64 = 10 * Nanos.millisecond
+        /// A playing mpv behind the group's pause position by up to this long is paused when it
+        /// gets there rather than at the group's instant, and needs no seek.
+        public var pauseLateByAtMostNs: Int64 = 100 * Nanos.millisecond
+        /// How long after a speed change `audio-pts` is unreliable (mpv's audio buffer, 0.2 s).
+        public var speedSettleNs: Int64 = 300 * Nanos.millisecond
+        /// How long after mpv resumes at an anchor its readings are not reported, while its
+        /// audio output starts again.
+        public var resumeSettleNs: Int64 = 100 * Nanos.millisecond
+        /// A position reading older than this no longer says where mpv is (readings come ten
+        /// times a second: several have been missed).
+        public var readingMaxAgeNs: Int64 = 500 * Nanos.millisecond
+        /// A seek event within this long of the bridge's own seek is the bridge's.
+        public var ownSeekWindowNs: Int64 = 2 * Nanos.second
+        /// Custom item identifiers by file (mpv's `path` as loaded, absolute).
+        public var itemIDs: [String: String] = [:]
+        /// Show who changed what on mpv's OSD.
+        public var osd = true
+        /// How long an OSD message stays, ms.
+        public var osdDurationMs = 2000
+
+        public init() {}
+    }
+}
