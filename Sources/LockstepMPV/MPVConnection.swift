@@ -29,7 +29,7 @@ public final class MPVConnection: Sendable {
     /// the queue stays, so a new stream (or ``nextEvent(timeout:where:)``) goes on from there.
     public var events: AsyncStream<MPVEvent> {
         let core = self.core
-        return AsyncStream(unfolding: { await core.nextEvent(timeout: nil) })
+        return AsyncStream(unfolding: { await core.nextEvent() })
     }
 
     private let channel: any Channel
@@ -156,11 +156,30 @@ public final class MPVConnection: Sendable {
     /// none comes within `timeout` seconds or the connection closes. Reads the same queue as
     /// ``events``: use one or the other at a time.
     public func nextEvent(timeout: Double, where predicate: @Sendable (MPVEvent) -> Bool = { _ in true }) async -> MPVEvent? {
-        let deadline = MonotonicClock.read() + Nanos.from(seconds: timeout)
-        while true {
-            let left = deadline - MonotonicClock.read()
-            guard left > 0, let event = await core.nextEvent(timeout: left) else { return nil }
+        let deadline = ContinuousClock.now + .nanoseconds(Nanos.from(seconds: timeout))
+        while let event = await nextEvent(before: deadline) {
             if predicate(event) { return event }
+        }
+        return nil
+    }
+
+    /// The next event, or nil at `deadline`: a reader and a timer race, and the loser is
+    /// cancelled. A reader cancelled just after it got an event still returns it, and it is
+    /// kept rather than lost.
+    private func nextEvent(before deadline: ContinuousClock.Instant) async -> MPVEvent? {
+        guard ContinuousClock.now < deadline else { return nil }
+        let core = self.core
+        return await withTaskGroup(of: MPVEvent?.self) { race in
+            race.addTask { await core.nextEvent() }
+            race.addTask {
+                try? await Task.sleep(until: deadline)
+                return nil
+            }
+            let first = await race.next() ?? nil
+            race.cancelAll()
+            if let first { return first }
+            for await case let event? in race { return event }
+            return nil
         }
     }
 

@@ -12,22 +12,21 @@ final class MPVConnectionCore: Sendable {
         var nextID: Int64 = 0
         var nextObserverID: Int64 = 0
         var waiting: [Int64: Waiter] = [:]
-        /// Requests cancelled before they were registered.
-        var cancelled: Set<Int64> = []
         var closed = false
     }
 
     private let state = Mutex(State())
+
+    /// A queue of its own rather than an `AsyncStream`: cancelling a stream's reader finishes
+    /// the stream, and readers here are cancelled (a timeout of `nextEvent`, a bridge session
+    /// that ends) while the events must stay queued for the next reader.
     private struct Events {
         var queue: [MPVEvent] = []
         var head = 0
-        /// The reader waiting for the next event (one reader at a time), with its ticket.
+        /// The reader waiting for the next event (one reader at a time), with its ticket: a
+        /// cancelled reader takes itself out, and only itself.
         var waiter: (ticket: Int64, continuation: CheckedContinuation<MPVEvent?, Never>)?
         var nextTicket: Int64 = 0
-        /// The last ticket that registered as the waiter (or got its answer at once).
-        var lastSeated: Int64 = 0
-        /// Tickets abandoned before they were seated (a timeout or cancellation that raced them).
-        var abandoned: Set<Int64> = []
         var closed = false
 
         var count: Int { queue.count - head }
@@ -64,10 +63,12 @@ final class MPVConnectionCore: Sendable {
         }
     }
 
-    /// Registers a request; false (and the continuation resumed with an error) if it cannot be sent.
+    /// Registers a request; false (and the continuation resumed with an error) if it cannot be
+    /// sent. Called by the requesting task: if it is cancelled before it got here, its
+    /// cancellation handler found nothing to cancel, and the request is refused here.
     func add(_ id: Int64, _ continuation: CheckedContinuation<MPVReply, any Error>) -> Bool {
         let refusal: (any Error)? = state.withLock { s in
-            if s.cancelled.remove(id) != nil { return CancellationError() }
+            if Task.isCancelled { return CancellationError() }
             if s.closed { return MPVError.disconnected }
             s.waiting[id] = Waiter(continuation: continuation)
             return nil
@@ -88,12 +89,7 @@ final class MPVConnectionCore: Sendable {
     }
 
     func cancel(_ id: Int64) {
-        let waiter: Waiter? = state.withLock { s in
-            if let w = s.waiting.removeValue(forKey: id) { return w }
-            s.cancelled.insert(id)
-            return nil
-        }
-        waiter?.continuation.resume(throwing: CancellationError())
+        fail(id, CancellationError())
     }
 
     /// One parsed line from mpv, read at host time `receivedAt`.
@@ -136,26 +132,18 @@ final class MPVConnectionCore: Sendable {
         reader?.resume(returning: nil)
     }
 
-    /// The next queued event, waiting for one up to `timeout` ns (nil: forever); nil on
-    /// timeout, cancellation, or once the connection has closed and the queue is empty.
-    func nextEvent(timeout: Int64?) async -> MPVEvent? {
+    /// The next queued event, waiting for one if need be; nil on cancellation (the queue stays
+    /// for the next reader), or once the connection has closed and the queue is empty.
+    func nextEvent() async -> MPVEvent? {
         let ticket = events.withLock { e in
             e.nextTicket += 1
             return e.nextTicket
         }
-        let timer = timeout.map { ns in
-            Task { [weak self] in
-                try? await Task.sleep(nanoseconds: UInt64(max(ns, 0)))
-                self?.abandon(ticket)
-            }
-        }
-        defer { timer?.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<MPVEvent?, Never>) in
                 let ready: MPVEvent?? = events.withLock { e in
-                    e.lastSeated = ticket
-                    if e.abandoned.remove(ticket) != nil { return .some(nil) }
                     if let event = e.pop() { return .some(event) }
+                    // Cancelled before seating: the handler below found no waiter to end.
                     if e.closed || Task.isCancelled { return .some(nil) }
                     let previous = e.waiter
                     e.waiter = (ticket, continuation)
@@ -165,20 +153,12 @@ final class MPVConnectionCore: Sendable {
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            abandon(ticket)
-        }
-    }
-
-    /// Stops waiting for an event (timeout or cancellation): the waiter gets nil.
-    private func abandon(_ ticket: Int64) {
-        let waiter = events.withLock { e -> CheckedContinuation<MPVEvent?, Never>? in
-            guard let w = e.waiter, w.ticket == ticket else {
-                if ticket > e.lastSeated { e.abandoned.insert(ticket) }
-                return nil
+            let waiter = events.withLock { e -> CheckedContinuation<MPVEvent?, Never>? in
+                guard let w = e.waiter, w.ticket == ticket else { return nil }
+                e.waiter = nil
+                return w.continuation
             }
-            e.waiter = nil
-            return w.continuation
+            waiter?.resume(returning: nil)
         }
-        waiter?.resume(returning: nil)
     }
 }
