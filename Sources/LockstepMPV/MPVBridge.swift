@@ -51,11 +51,14 @@ public final class MPVBridge: Sendable {
     }
 
     public let options: Options
+    /// Host time: the policy's `now`, the timer's deadlines and the readings' stamps.
+    public let clock: any HostClock
     private let log: @Sendable (String) -> Void
 
     /// `log` gets one line per notable thing (what the user or the group did, errors).
-    public init(options: Options, log: @escaping @Sendable (String) -> Void) {
+    public init(options: Options, clock: any HostClock = MonotonicClock(), log: @escaping @Sendable (String) -> Void) {
         self.options = options
+        self.clock = clock
         self.log = log
     }
 
@@ -79,9 +82,9 @@ public final class MPVBridge: Sendable {
     /// if either cannot be reached (``MPVError/cannotConnect(socketPath:reason:)``,
     /// ``LockstepClient/Failure/agentNotRunning(socketPath:)``) or the agent refuses the player.
     public func runSession() async throws -> End {
-        let mpv = try await MPVConnection.connect(socketPath: options.mpvSocket)
+        let mpv = try await MPVConnection.connect(socketPath: options.mpvSocket, clock: clock)
         defer { Task { await mpv.close() } }
-        let o = options, log = self.log
+        let o = options, log = self.log, clock = self.clock
         return try await LockstepClient.withConnection(socketPath: o.agentSocket) { agent in
             let hello = HelloRequest(
                 role: .player, name: o.name,
@@ -101,7 +104,7 @@ public final class MPVBridge: Sendable {
             return await withTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { await Self.readMPV(mpv, into: sink) }
                 tasks.addTask { await Self.readAgent(agent, into: sink, log: log) }
-                tasks.addTask { await Self.keepTime(shared, into: sink) }
+                tasks.addTask { await Self.keepTime(shared, clock: clock, into: sink) }
                 tasks.addTask { await Self.readPositions(mpv, shared, options: o, into: sink) }
                 var policy = MPVBridgePolicy(configuration: o.policy)
                 var end = End.mpvClosed
@@ -110,7 +113,7 @@ public final class MPVBridge: Sendable {
                         if case .ended(let why) = message { end = why }
                         break
                     }
-                    let now = MonotonicClock.read()
+                    let now = clock.now()  // once per input: the policy sees one instant
                     let actions = policy.handle(input, now: now)
                     if o.verbose, input != .tick || !actions.isEmpty {
                         log("\(now / 1000) us: \(input) -> \(actions)")
@@ -221,17 +224,18 @@ public final class MPVBridge: Sendable {
 
     /// Ticks at the policy's deadlines, exactly: sleeps until a millisecond before, then spins.
     /// Between deadlines it ticks every 20 ms, so a deadline set meanwhile is seen in time
-    /// (the policy never sets one sooner than its seek lead).
-    private static func keepTime(_ shared: SharedState, into sink: AsyncStream<Message>.Continuation) async {
+    /// (the policy never sets one sooner than its seek lead). Sleeps are real time: `clock`
+    /// must run at the real pace (a manual clock is moved by its test).
+    private static func keepTime(_ shared: SharedState, clock: any HostClock, into sink: AsyncStream<Message>.Continuation) async {
         let idle = 20 * Nanos.millisecond, spin = Nanos.millisecond
         while !Task.isCancelled {
-            let now = MonotonicClock.read()
+            let now = clock.now()
             let deadline = shared.withLock { $0.deadline }
             let target = min(deadline ?? .max, now + idle)
             let exact = target == deadline
             let sleep = target - now - (exact ? spin : 0)
             if sleep > 0 { try? await Task.sleep(nanoseconds: UInt64(sleep)) }
-            if exact { while MonotonicClock.read() < target {} }
+            if exact { while clock.now() < target, !Task.isCancelled {} }
             sink.yield(.input(.tick))
         }
     }

@@ -13,16 +13,19 @@ import NIOPosix
 ///     for await event in mpv.events { ... }      // property-change, seek, playback-restart, end-file…
 ///
 /// Requests carry a `request_id` and are matched to their replies, so any number may be in
-/// flight. Every line read from the socket is stamped with the host time (`CLOCK_MONOTONIC`,
-/// ``MonotonicClock/read()``) in the channel handler that receives its bytes, before it is
-/// parsed; every request is stamped just before it is written. A reply therefore brackets the
-/// instant mpv evaluated it: `sentAt ≤ evaluated ≤ receivedAt` (see ``MPVReply``).
+/// flight. Every line read from the socket is stamped with the host time (the connection's
+/// ``HostClock``: ``MonotonicClock``, `CLOCK_MONOTONIC`, unless another is given) in the channel
+/// handler that receives its bytes, before it is parsed; every request is stamped just before it
+/// is written. A reply therefore brackets the instant mpv evaluated it:
+/// `sentAt ≤ evaluated ≤ receivedAt` (see ``MPVReply``). Timeouts are real time, whatever the clock.
 ///
 /// When mpv quits (or the socket closes for any reason) ``events`` ends and every pending
-/// request fails with ``MPVError/disconnected``; ``connect(socketPath:timeout:group:)`` with a
+/// request fails with ``MPVError/disconnected``; ``connect(socketPath:timeout:group:clock:)`` with a
 /// timeout is the reconnect helper (it retries until mpv's socket answers).
 public final class MPVConnection: Sendable {
     public let socketPath: String
+    /// What stamps requests and replies.
+    public let clock: any HostClock
     /// Events from mpv, in the order mpv sent them, for one reader at a time. Events wait in a
     /// queue (the newest 4096 are kept) until read, through this stream or ``nextEvent(timeout:where:)``.
     /// The stream ends when the connection closes, or when the task reading it is cancelled;
@@ -35,8 +38,9 @@ public final class MPVConnection: Sendable {
     private let channel: any Channel
     private let core: MPVConnectionCore
 
-    private init(socketPath: String, channel: any Channel, core: MPVConnectionCore) {
+    private init(socketPath: String, clock: any HostClock, channel: any Channel, core: MPVConnectionCore) {
         self.socketPath = socketPath
+        self.clock = clock
         self.channel = channel
         self.core = core
     }
@@ -46,42 +50,45 @@ public final class MPVConnection: Sendable {
     }
 
     /// Connects to mpv's socket. With a `timeout` (seconds), retries every 20 ms until the
-    /// socket answers: for an mpv that is starting, or restarting after a crash.
+    /// socket answers: for an mpv that is starting, or restarting after a crash. `clock` stamps
+    /// requests and replies.
     public static func connect(
         socketPath: String, timeout: Double = 0,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: any HostClock = MonotonicClock()
     ) async throws -> MPVConnection {
-        let deadline = MonotonicClock.read() + Nanos.from(seconds: timeout)
+        let deadline = ContinuousClock.now + .nanoseconds(Nanos.from(seconds: timeout))
         while true {
             do {
-                return try await connectOnce(socketPath: socketPath, group: group)
+                return try await connectOnce(socketPath: socketPath, group: group, clock: clock)
             } catch let error as MPVError {
-                if MonotonicClock.read() >= deadline { throw error }
-                try await Task.sleep(nanoseconds: 20_000_000)
+                if ContinuousClock.now >= deadline { throw error }
+                try await Task.sleep(for: .milliseconds(20))
             }
         }
     }
 
-    private static func connectOnce(socketPath: String, group: any EventLoopGroup) async throws -> MPVConnection {
+    private static func connectOnce(socketPath: String, group: any EventLoopGroup, clock: any HostClock) async throws -> MPVConnection {
         let core = MPVConnectionCore()
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: group)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(MPVLineHandler(core: core))
+                        try channel.pipeline.syncOperations.addHandler(MPVLineHandler(core: core, clock: clock))
                     }
                 }
                 .connect(unixDomainSocketPath: socketPath).get()
         } catch {
             throw MPVError.cannotConnect(socketPath: socketPath, reason: "\(error)")
         }
-        return MPVConnection(socketPath: socketPath, channel: channel, core: core)
+        return MPVConnection(socketPath: socketPath, clock: clock, channel: channel, core: core)
     }
 
-    /// Connects again to the same socket (see ``connect(socketPath:timeout:group:)``).
+    /// Connects again to the same socket, with the same clock (see
+    /// ``connect(socketPath:timeout:group:clock:)``).
     public func reconnect(timeout: Double = 5) async throws -> MPVConnection {
-        try await MPVConnection.connect(socketPath: socketPath, timeout: timeout)
+        try await MPVConnection.connect(socketPath: socketPath, timeout: timeout, clock: clock)
     }
 
     /// True once the connection has closed (mpv quit, or ``close()``).
@@ -106,12 +113,12 @@ public final class MPVConnection: Sendable {
     public func send(_ command: [MPVValue]) async throws -> MPVReply {
         let id = core.nextID()
         let line = try MPVConnection.encode(command: command, id: id)
-        let channel = self.channel, core = self.core
+        let channel = self.channel, core = self.core, clock = self.clock
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<MPVReply, any Error>) in
                 guard core.add(id, continuation) else { return }
                 channel.eventLoop.execute {
-                    core.markSent(id, at: MonotonicClock.read())
+                    core.markSent(id, at: clock.now())
                     channel.writeAndFlush(line).whenFailure { _ in core.fail(id, MPVError.disconnected) }
                 }
             }

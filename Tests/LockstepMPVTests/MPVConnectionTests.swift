@@ -64,6 +64,24 @@ struct MPVConnectionTests {
         await c.close()
     }
 
+    @Test("requests, replies and events are stamped by the connection's clock (and a reconnection keeps it)")
+    func stampsFromTheGivenClock() async throws {
+        let mpv = try await launchMPV()
+        defer { Task { await mpv.terminate() } }
+        let clock = ManualClock(5 * Nanos.second)
+        let c = try await MPVConnection.connect(socketPath: mpv.options.socketPath, timeout: 2, clock: clock)
+        let reply = try await c.send(["get_property", "idle-active"])
+        #expect(reply.sentAt == 5 * Nanos.second && reply.receivedAt == 5 * Nanos.second)
+        clock.advance(by: Nanos.millisecond)
+        try await c.observe("pause")
+        let event = await c.nextEvent(timeout: 2) { $0.propertyName == "pause" }
+        #expect(event?.receivedAt == 5 * Nanos.second + Nanos.millisecond)
+        let again = try await c.reconnect()
+        #expect(try await again.send(["get_property", "idle-active"]).receivedAt == 5 * Nanos.second + Nanos.millisecond)
+        await again.close()
+        await c.close()
+    }
+
     @Test("a refused command throws mpv's own error")
     func refused() async throws {
         let mpv = try await launchMPV()
