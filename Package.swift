@@ -63,6 +63,7 @@ let package = Package(
             dependencies: [
                 "LockstepClient", "LockstepMPV", "LockstepCore", "LockstepPeerWire", "LockstepPlayerProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // mpv's JSON IPC and the bridge between mpv and the agent (lockstep mpv).
@@ -70,6 +71,7 @@ let package = Package(
             name: "LockstepMPV",
             dependencies: [
                 "LockstepClient", "LockstepCore", "LockstepPlayerProtocol",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

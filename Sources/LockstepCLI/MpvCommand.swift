@@ -4,6 +4,7 @@ import LockstepClient
 import LockstepCore
 import LockstepMPV
 import LockstepPlayerProtocol
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -123,10 +124,7 @@ struct Mpv: AsyncParsableCommand {
         o.policy.seekLeadNs = Int64(startLatencyMs * 1e6)
         o.policy.osd = !noOsd
         o.policy.itemIDs = itemIDs
-        o.verbose = verbose
-        let bridge = MPVBridge(options: o) { line in
-            FileHandle.standardError.write(Data("lockstep mpv: \(line)\n".utf8))
-        }
+        let bridge = MPVBridge(options: o, logger: Self.logger(verbose: verbose))
 
         var said: String?
         func sayOnce(_ line: String) {
@@ -150,6 +148,16 @@ struct Mpv: AsyncParsableCommand {
                 sayOnce("\(error) (retrying every second)")
             }
             try await Task.sleep(nanoseconds: 1_000_000_000)
+        }
+    }
+
+    /// To standard error: what the user and the group did, and errors; `verbose` adds every
+    /// decision of the bridge (debug).
+    static func logger(verbose: Bool) -> Logger {
+        Logger(label: "lockstep-mpv") { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .debug : .info
+            return handler
         }
     }
 

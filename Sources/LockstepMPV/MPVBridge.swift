@@ -2,6 +2,7 @@ import Foundation
 import LockstepClient
 import LockstepCore
 import LockstepPlayerProtocol
+import Logging
 import Synchronization
 
 /// `lockstep mpv`'s shell: one mpv (its JSON IPC socket) and the local agent (its player
@@ -10,6 +11,9 @@ import Synchronization
 /// `audio-pts` ten times a second with host timestamps, and carries out the policy's actions on
 /// time (an unpause at an anchor is written within a few microseconds of its host time: the
 /// last millisecond is waited out by spinning, not sleeping).
+///
+/// It logs what the user and the group did and what failed at `info` and `warning`, and every
+/// input with the actions it caused at `debug`.
 public final class MPVBridge: Sendable {
     public struct Options: Sendable {
         /// The agent's player socket.
@@ -28,8 +32,6 @@ public final class MPVBridge: Sendable {
         /// How often the position is read while playing.
         public var reportIntervalNs: Int64 = 100 * Nanos.millisecond
         public var policy = MPVBridgePolicy.Configuration()
-        /// Log every input and the actions it caused.
-        public var verbose = false
 
         public init(agentSocket: String, mpvSocket: String) {
             self.agentSocket = agentSocket
@@ -53,13 +55,12 @@ public final class MPVBridge: Sendable {
     public let options: Options
     /// Host time: the policy's `now`, the timer's deadlines and the readings' stamps.
     public let clock: any HostClock
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
 
-    /// `log` gets one line per notable thing (what the user or the group did, errors).
-    public init(options: Options, clock: any HostClock = MonotonicClock(), log: @escaping @Sendable (String) -> Void) {
+    public init(options: Options, logger: Logger, clock: any HostClock = MonotonicClock()) {
         self.options = options
+        self.logger = logger
         self.clock = clock
-        self.log = log
     }
 
     private enum Message: Sendable {
@@ -84,26 +85,26 @@ public final class MPVBridge: Sendable {
     public func runSession() async throws -> End {
         let mpv = try await MPVConnection.connect(socketPath: options.mpvSocket, clock: clock)
         defer { Task { await mpv.close() } }
-        let o = options, log = self.log, clock = self.clock
+        let o = options, logger = self.logger, clock = self.clock
         return try await LockstepClient.withConnection(socketPath: o.agentSocket) { agent in
             let hello = HelloRequest(
                 role: .player, name: o.name,
                 capabilities: PlayerCapabilities(rate: true, exactSeek: true, startAtHostTime: true),
                 outputLatencyNs: o.outputLatencyNs, startLatencyNs: o.policy.seekLeadNs, syncToleranceNs: o.syncToleranceNs)
             let _: HelloResult = try await agent.request("hello", hello)
-            log("connected: mpv at \(o.mpvSocket), agent at \(o.agentSocket)")
+            logger.info("connected", metadata: ["mpv.socket": "\(o.mpvSocket)", "agent.socket": "\(o.agentSocket)"])
 
             let (messages, sink) = AsyncStream<Message>.makeStream()
             let shared = SharedState()
             for property in ["pause", "speed", "paused-for-cache"] { try await mpv.observe(property) }
-            await Self.keepTempoFilter(mpv, log: log)
+            await Self.keepTempoFilter(mpv, logger: logger)
             if (try? await mpv.get("idle-active").bool) != true, let loaded = await Self.loadedFile(mpv) {
                 sink.yield(.input(loaded))
             }
 
             return await withTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { await Self.readMPV(mpv, into: sink) }
-                tasks.addTask { await Self.readAgent(agent, into: sink, log: log) }
+                tasks.addTask { await Self.readAgent(agent, into: sink, logger: logger) }
                 tasks.addTask { await Self.keepTime(shared, clock: clock, into: sink) }
                 tasks.addTask { await Self.readPositions(mpv, shared, options: o, into: sink) }
                 var policy = MPVBridgePolicy(configuration: o.policy)
@@ -115,12 +116,14 @@ public final class MPVBridge: Sendable {
                     }
                     let now = clock.now()  // once per input: the policy sees one instant
                     let actions = policy.handle(input, now: now)
-                    if o.verbose, input != .tick || !actions.isEmpty {
-                        log("\(now / 1000) us: \(input) -> \(actions)")
+                    if input != .tick || !actions.isEmpty {
+                        logger.debug("decided", metadata: [
+                            "host.time_us": "\(now / 1000)", "policy.input": "\(input)", "policy.actions": "\(actions)",
+                        ])
                     }
                     shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions) }
                     for action in actions {
-                        await Self.perform(action, mpv: mpv, agent: agent, osdMs: o.policy.osdDurationMs, log: log)
+                        await Self.perform(action, mpv: mpv, agent: agent, osdMs: o.policy.osdDurationMs, logger: logger)
                     }
                 }
                 tasks.cancelAll()
@@ -135,7 +138,7 @@ public final class MPVBridge: Sendable {
     /// nudge for 0.5 s moved the position 10 ms instead of 5). With the filter always in the
     /// chain a nudge moves it by exactly its integral, so the bridge adds `scaletempo2` (mpv's
     /// own default for speed changes) unless a tempo filter is there or pitch correction is off.
-    private static func keepTempoFilter(_ mpv: MPVConnection, log: @Sendable (String) -> Void) async {
+    private static func keepTempoFilter(_ mpv: MPVConnection, logger: Logger) async {
         guard (try? await mpv.get("audio-pitch-correction").bool) != false else { return }
         let filters = (try? await mpv.get("af").array) ?? []
         let names = filters.compactMap { $0.object?["name"]?.string }
@@ -143,7 +146,7 @@ public final class MPVBridge: Sendable {
         do {
             try await mpv.command("af", "add", "scaletempo2")
         } catch {
-            log("could not add the scaletempo2 audio filter (\(error)): speed corrections will be less precise")
+            logger.warning("could not add the scaletempo2 audio filter: speed corrections will be less precise", metadata: ["error": "\(error)"])
         }
     }
 
@@ -199,7 +202,7 @@ public final class MPVBridge: Sendable {
         if !Task.isCancelled { sink.yield(.ended(.mpvClosed)) }
     }
 
-    private static func readAgent(_ agent: LockstepClient, into sink: AsyncStream<Message>.Continuation, log: @Sendable (String) -> Void) async {
+    private static func readAgent(_ agent: LockstepClient, into sink: AsyncStream<Message>.Continuation, logger: Logger) async {
         for await event in agent.events {
             do {
                 switch event.name {
@@ -209,14 +212,16 @@ public final class MPVBridge: Sendable {
                 case "item_proposed": sink.yield(.input(.itemProposed(try event.decode(ItemProposedEvent.self))))
                 case "group_playback":
                     let e = try event.decode(GroupPlaybackEvent.self)
-                    log(e.active ? "in group playback (\(e.reason))" : "out of group playback: \(e.reason)")
+                    logger.info(e.active ? "in group playback" : "out of group playback", metadata: ["group.reason": "\(e.reason)"])
                 case "suspension":
                     let e = try event.decode(SuspensionEvent.self)
-                    log("suspension \(e.change): \(e.reason) (by \(e.by))")
+                    logger.info("suspension", metadata: [
+                        "suspension.change": "\(e.change)", "suspension.reason": "\(e.reason)", "suspension.by": "\(e.by)",
+                    ])
                 default: break
                 }
             } catch {
-                log("agent event \(event.name) not understood: \(error)")
+                logger.warning("agent event not understood", metadata: ["agent.event": "\(event.name)", "error": "\(error)"])
             }
         }
         if !Task.isCancelled { sink.yield(.ended(.agentClosed)) }
@@ -261,23 +266,23 @@ public final class MPVBridge: Sendable {
 
     // MARK: - Actions
 
-    private static func perform(_ action: MPVBridgePolicy.Action, mpv: MPVConnection, agent: LockstepClient, osdMs: Int, log: @Sendable (String) -> Void) async {
+    private static func perform(_ action: MPVBridgePolicy.Action, mpv: MPVConnection, agent: LockstepClient, osdMs: Int, logger: Logger) async {
         do {
             switch action {
             case .setPause(let p): try await mpv.set("pause", .bool(p))
             case .setSpeed(let s): try await mpv.set("speed", .double(s))
             case .seek(let p): try await mpv.command("seek", .double(Double(p) / 1e9), "absolute+exact")
             case .showText(let text):
-                log(text)
+                logger.info("shown on mpv's OSD", metadata: ["osd.text": "\(text)"])
                 try await mpv.command("show-text", .string(text), .int(Int64(osdMs)))
             case .load(let request):
                 let r: LoadResult = try await agent.request("load", request)
-                log("loaded \(r.item): \(r.outcome)")
+                logger.info("item loaded on the agent", metadata: ["item.id": "\(r.item)", "item.outcome": "\(r.outcome)"])
             case .unload: let _: EmptyResult = try await agent.request("unload")
             case .ready: let _: EmptyResult = try await agent.request("ready")
             case .buffering: let _: EmptyResult = try await agent.request("buffering")
             case .intent(let intent):
-                log("you: \(intent.action)\(intent.positionNs.map { " to \(fmtSeconds($0))" } ?? "")\(intent.rate.map { " at \($0)x" } ?? "")")
+                logger.info("your change goes to the group", metadata: Self.metadata(intent))
                 let _: EmptyResult = try await agent.request("intent", intent)
             case .report(let report): try await agent.notify("position", report)
             }
@@ -286,11 +291,14 @@ public final class MPVBridge: Sendable {
         } catch MPVError.disconnected {
             // mpv went away: likewise.
         } catch {
-            log("\(action): \(error)")
+            logger.warning("action failed", metadata: ["bridge.action": "\(action)", "error": "\(error)"])
         }
     }
 
-    private static func fmtSeconds(_ ns: Int64) -> String {
-        String(format: "%.3f s", Double(ns) / 1e9)
+    private static func metadata(_ intent: IntentRequest) -> Logger.Metadata {
+        var m: Logger.Metadata = ["intent.action": "\(intent.action)"]
+        if let p = intent.positionNs { m["intent.position_s"] = "\(String(format: "%.3f", Double(p) / 1e9))" }
+        if let r = intent.rate { m["intent.rate"] = "\(r)" }
+        return m
     }
 }
