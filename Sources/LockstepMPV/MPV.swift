@@ -7,7 +7,8 @@
 ///   quits, reconnecting (connect with a timeout).
 /// - ``MPVValue``: mpv's JSON values.
 /// - ``MPVOptions`` and ``MPVProcess``: the command line of a headless mpv, and starting one,
-///   waiting until it answers, suspending (SIGSTOP) and stopping it.
+///   waiting until it answers, suspending (SIGSTOP) and stopping it; ``PosixSpawn``: starting a
+///   child in a clean signal state (also the lab's).
 /// - ``PositionTrack``, ``PositionProbe``: players' media positions read with host times and
 ///   estimated at common host instants; ``ProbeCheck``: the proof of the probe's precision.
 ///

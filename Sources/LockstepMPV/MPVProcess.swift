@@ -65,7 +65,7 @@ public struct MPVOptions: Sendable, Equatable {
 /// IPC socket answers; ``terminate(timeout:)`` stops it. ``suspend()`` and ``resume()``
 /// (SIGSTOP/SIGCONT) freeze it, as a stalled player.
 ///
-/// Started with `posix_spawn` and reaped with `waitpid`, never through Foundation's `Process`
+/// Started with ``PosixSpawn`` and reaped with `waitpid`, never through Foundation's `Process`
 /// (whose child tracking misses exits when called from Swift-concurrency threads on Linux).
 /// The child gets a clean signal mask and default dispositions; its output goes to /dev/null
 /// (use ``MPVOptions/logFile`` to see what it says).
@@ -162,49 +162,18 @@ public final class MPVProcess: Sendable {
             var r: pid_t
             repeat { r = waitpid(pid, &status, blocking ? 0 : WNOHANG) } while r < 0 && errno == EINTR
             guard r == pid else { return nil }
-            let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            let code = PosixSpawn.exitStatus(status)
             known = code
             return code
         }
     }
 
     private static func spawn(_ options: MPVOptions) throws -> MPVProcess {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = options.arguments
-        let env = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
-        var pid: pid_t = 0
-        let result = withCStrings(argv) { cArgv in
-            withCStrings(env) { cEnv in
-                posix_spawnp(&pid, argv[0], &actions, &attributes, cArgv, cEnv)
-            }
+        do {
+            let pid = try PosixSpawn.spawn(options.arguments, environment: ProcessInfo.processInfo.environment)
+            return MPVProcess(pid: pid, options: options)
+        } catch {
+            throw MPVError.launchFailed("\(options.executable): \(error)")
         }
-        guard result == 0 else {
-            throw MPVError.launchFailed("\(argv[0]): \(String(cString: strerror(result)))")
-        }
-        return MPVProcess(pid: pid, options: options)
-    }
-
-    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-        pointers.append(nil)
-        defer { for p in pointers { free(p) } }
-        return body(pointers)
     }
 }
