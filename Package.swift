@@ -85,6 +85,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Simulated clocks and links: the clock scenarios of the unit tests and of
+        // `lockstep-bench scenarios`. Pure, like the core: simulated time, seeded randomness.
+        .target(name: "LockstepSimKit", dependencies: ["LockstepCore"]),
         // The network lab (tools/lab) driven from Swift, and the instruments of the lab tests and
         // benchmarks (mpv's position probe).
         .target(
@@ -105,7 +108,8 @@ let package = Package(
         .executableTarget(
             name: "lockstep-bench",
             dependencies: [
-                "LockstepLab", "LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPlayerProtocol",
+                "LockstepLab", "LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPeerWire", "LockstepPlayerProtocol",
+                "LockstepSimKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -113,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "LockstepCoreTests",
             dependencies: [
-                "LockstepCore",
+                "LockstepCore", "LockstepSimKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -142,6 +146,9 @@ let package = Package(
             dependencies: [
                 "LockstepAgent", "LockstepClient", "LockstepTestKit", "LockstepCore", "LockstepPeerWire", "LockstepPlayerProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepTestKit", "LockstepLab", "LockstepPlayerProtocol"]),

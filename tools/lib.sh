@@ -1,26 +1,32 @@
 # Shared by tools/demo, tools/test and tools/bench. Source it; do not run it.
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # the package groups below are read through a nameref
 
 LOCKSTEP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export AVAHI_COMPAT_NOWARN=1
 
-# Debian packages Lockstep needs to build, test and demo.
-LOCKSTEP_PACKAGES=(
-  libavahi-compat-libdnssd-dev avahi-daemon avahi-utils dbus   # discovery
-  iproute2 util-linux procps                                   # the lab: ip, unshare, nsenter, pkill-free ps
-  mpv ffmpeg                                                   # the real player and test media
-  chrony                                                       # the clock benchmark's reference
-  syncplay syncplay-server                                     # the mpv benchmark's reference
-)
+# Debian packages Lockstep needs, by what needs them (ensure_packages takes group names and
+# reads these through a nameref).
+LOCKSTEP_PACKAGES_build=(libavahi-compat-libdnssd-dev)                    # the DNS-SD C API
+LOCKSTEP_PACKAGES_players=(mpv ffmpeg)                                   # the real player and test media
+LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps)  # discovery; ip, unshare, nsenter, ps
+LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
+LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Installs whatever of LOCKSTEP_PACKAGES is missing. Services are kept from starting while
-# packages install (a chronyd started by its package could set this machine's clock).
+# Installs whatever is missing of the package groups named (build, players, lab, reference, lint;
+# all of them by default). Services are kept from starting while packages install (a chronyd
+# started by its package could set this machine's clock).
 ensure_packages() {
-  local missing=()
-  for p in "${LOCKSTEP_PACKAGES[@]}"; do
+  local groups=("$@") wanted=() missing=()
+  [ ${#groups[@]} -eq 0 ] && groups=(build players lab reference lint)
+  for g in "${groups[@]}"; do
+    local -n list="LOCKSTEP_PACKAGES_$g"
+    wanted+=("${list[@]}")
+  done
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

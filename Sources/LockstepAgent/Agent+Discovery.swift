@@ -18,17 +18,17 @@ enum LockstepTXT {
 
 extension Agent {
     func startDiscovery(port: UInt16) {
-        let discovery = DNSSDDiscovery(logger: logger)
+        let discovery = DNSSDDiscovery(logger: logger, clock: hostClock)
         let events: AsyncStream<DiscoveryEvent>
         do {
             events = try discovery.start(instanceName: identity.name, port: port, txt: txtRecord())
         } catch {
             logger.error("cannot publish over DNS-SD; continuing without it", metadata: ["error": "\(error)"])
-            mdnsState = "unavailable: \(error)"
+            discoveryState = .unavailable("\(error)")
             return
         }
         self.discovery = discovery
-        mdnsState = "starting"
+        discoveryState = .starting
         tasks.append(Task { [weak self] in
             for await event in events {
                 guard let self else { return }
@@ -41,50 +41,54 @@ extension Agent {
         let now = now()
         switch event {
         case .daemonUnavailable(let reason):
-            mdnsState = "unavailable: \(reason)"
-            logger.warning("mDNS discovery unavailable: \(reason); start it (systemctl start avahi-daemon, or avahi-daemon -D); continuing with static peers and retrying")
+            discoveryState = .unavailable(reason)
+            logger.warning(
+                "mDNS discovery unavailable; start avahi-daemon (systemctl start avahi-daemon, or avahi-daemon -D); continuing with static peers and retrying",
+                metadata: ["mdns.reason": "\(reason)"])
         case .daemonAvailable:
-            mdnsState = "running"
+            discoveryState = .running
             logger.info("mDNS discovery running")
         case .registered(let name):
             logger.debug("published over DNS-SD", metadata: ["mdns.instance": "\(name)"])
         case .serviceUpdated(let service):
             guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? ""), peer != identity.peerID else { return }
-            guard service.txt[LockstepTXT.group] == identity.group.tag else { return }
+            guard service.txt[LockstepTXT.group] == keys.group.tag else { return }
             guard service.txt[LockstepTXT.version] == String(PeerProtocol.version) else {
                 logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
                 return
             }
-            execute(node.onSighting(peer, name: service.txt[LockstepTXT.name], sighting: .init(instance: service.instanceName, interfaceIndex: service.interfaceIndex), endpoints: service.endpoints, now: now))
-            step(now)
+            let sighting = Membership.Sighting(instance: service.instanceName, interfaceIndex: service.interfaceIndex)
+            execute(node.onSighting(peer, name: service.txt[LockstepTXT.name], sighting: sighting, endpoints: service.endpoints, now: now), now: now)
+            rearm(now)
         case .serviceRemoved(let instance, let interface):
-            execute(node.onWithdrawal(.init(instance: instance, interfaceIndex: interface), now: now))
-            step(now)
+            execute(node.onWithdrawal(.init(instance: instance, interfaceIndex: interface), now: now), now: now)
+            rearm(now)
         }
     }
 
     /// Adds `HOST:PORT` (numeric, or a name resolved once now, off the agent's loop).
-    func addStaticPeer(_ text: String) {
+    func addStaticPeer(_ text: String, now: LocalTime) {
         if let endpoint = Endpoint(text) {
-            execute(node.addStatic(endpoint, now: now()))
+            execute(node.onStaticEndpoint(endpoint, now: now), now: now)
             return
         }
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
-            logger.error("--peer \(text): expected HOST:PORT")
+            logger.error("--peer: expected HOST:PORT", metadata: ["peer.given": "\(text)"])
             return
         }
         let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         tasks.append(Task.detached { [weak self, logger] in
             let endpoints = Self.resolve(host: host, port: port)
-            if endpoints.isEmpty { logger.error("--peer \(text): cannot resolve \(host)") }
+            if endpoints.isEmpty { logger.error("--peer: cannot resolve the host", metadata: ["peer.given": "\(text)"]) }
             guard let self else { return }
             await self.addResolved(endpoints)
         })
     }
 
     private func addResolved(_ endpoints: [Endpoint]) {
-        for e in endpoints { execute(node.addStatic(e, now: now())) }
-        step(now())
+        let now = now()
+        for e in endpoints { execute(node.onStaticEndpoint(e, now: now), now: now) }
+        step(now)
     }
 
     /// getaddrinfo for UDP, numeric results.

@@ -1,16 +1,18 @@
 import Foundation
 import LockstepCore
-import LockstepPlayerProtocol
 import LockstepPeerWire
+import LockstepPlayerProtocol
 import Logging
 import NIOCore
 
-/// The agent: the shell around Lockstep's pure core (``Node``). It turns datagrams, discovery
-/// events, player requests and the passing of time into calls on the node, and carries out the
-/// node's directives: sending datagrams, telling players.
+/// The agent: the shell around Lockstep's pure core (``Node``) and the group key's protocol
+/// (``KeyRotation``). It turns datagrams, discovery events, player requests and the passing of
+/// time into their inputs, and carries out their directives: sending datagrams, telling players.
 ///
-/// Runs on one NIO event loop (its executor), so that the one timer, scheduled on that loop,
-/// steps the node synchronously and every piece of agent state has one owner.
+/// Runs on one NIO event loop (its executor). Time comes from one injected ``HostClock``, read
+/// once per event; the one timer, scheduled on that loop for the earlier of the node's and the
+/// key rotation's deadlines, steps both. With ``Clock/manual(_:)`` the agent schedules no timer:
+/// a test moves the clock and calls ``tick()``, and nothing sleeps.
 public actor Agent: ClientHandler {
     /// Who this agent is, fixed for the life of the process.
     public struct Identity: Sendable {
@@ -27,28 +29,58 @@ public actor Agent: ClientHandler {
         }
     }
 
+    /// Where the agent's time comes from.
+    public enum Clock: Sendable {
+        /// The machine's `CLOCK_MONOTONIC`, with the one timer on the event loop.
+        case system
+        /// A clock that moves only when a test moves it; no timer (call ``Agent/tick()``).
+        case manual(ManualClock)
+
+        var host: any HostClock {
+            switch self {
+            case .system: MonotonicClock()
+            case .manual(let clock): clock
+            }
+        }
+    }
+
+    /// Whether mDNS discovery runs, for `status`.
+    enum DiscoveryState: CustomStringConvertible {
+        case off, starting, running
+        case unavailable(String)
+
+        var description: String {
+            switch self {
+            case .off: "off"
+            case .starting: "starting"
+            case .running: "running"
+            case .unavailable(let reason): "unavailable: \(reason)"
+            }
+        }
+    }
+
     public nonisolated let loop: any EventLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
 
     let configuration: AgentConfiguration
-    var identity: Identity
+    let identity: Identity
     let logger: Logger
+    let hostClock: any HostClock
+    let timerEnabled: Bool
     let startedAt: Int64
     /// The device clock (the host's monotonic clock unless a test simulates another).
     let clockSource: DeviceClockSource
     var deviceClock: DeviceClock { clockSource.current }
     var node: Node
+    var keys: KeyRotation
     var transport: PeerTransport?
     var discovery: DNSSDDiscovery?
-    var mdnsState = "off"
+    var discoveryState = DiscoveryState.off
     var timer: Scheduled<Void>?
-    var timerDeadline: Int64 = .max
+    var timerDeadline = LocalTime.distantFuture
     var tasks: [Task<Void, Never>] = []
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
-    var keyRotation: KeyRotation?
-    /// When each peer was last sent the current key because it spoke an older one.
-    var keyHints: [PeerID: Int64] = [:]
 
     /// What the agent knows about one connected client.
     struct ClientState {
@@ -59,36 +91,46 @@ public actor Agent: ClientHandler {
         var topics: Set<Topic> = []
     }
 
-    public init(configuration: AgentConfiguration, identity: Identity, loop: any EventLoop, logger: Logger) {
+    public init(configuration: AgentConfiguration, identity: Identity, loop: any EventLoop, logger: Logger, clock: Clock = .system) {
         self.configuration = configuration
         self.identity = identity
         self.loop = loop
         self.logger = logger
-        self.startedAt = MonotonicClock.read()
+        self.hostClock = clock.host
+        if case .manual = clock { self.timerEnabled = false } else { self.timerEnabled = true }
+        self.startedAt = clock.host.now()
         self.clockSource = DeviceClockSource(configuration.deviceClock)
         var nodeConfig = Node.Configuration()
-        nodeConfig.membership.lostAfterNs = configuration.peerTimeoutNs
-        nodeConfig.waitingReasons = configuration.waitingReasons
-        nodeConfig.waitTimeoutNs = configuration.waitTimeoutNs
+        nodeConfig.membership.lostAfter = configuration.peerTimeout
+        nodeConfig.coordinator.waitingReasons = Set(configuration.waitingReasons.map(SuspensionReason.init(text:)))
+        nodeConfig.coordinator.waitTimeout = configuration.waitTimeout
         self.node = Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)
+        self.keys = KeyRotation(group: identity.group)
     }
 
-    /// The local clock of the node: the device clock (the host's monotonic clock unless simulated).
-    func now() -> Int64 {
-        deviceClock.device(fromHost: MonotonicClock.read())
+    /// The node's local clock now: the device clock (the host's monotonic clock unless simulated).
+    func now() -> LocalTime {
+        deviceClock.device(fromHost: hostClock.now())
     }
+
+    /// Host time (`CLOCK_MONOTONIC`, what players speak) of a local time.
+    func hostTime(_ local: LocalTime) -> Int64 { deviceClock.host(fromDevice: local) }
+    /// Local time of a host time.
+    func localTime(_ host: Int64) -> LocalTime { deviceClock.device(fromHost: host) }
+    /// A rate in media ns per local ns, as media ns per host ns (they differ only when a test
+    /// simulates a device clock with a skew).
+    func hostRate(_ rate: Double) -> Double { rate * (1 + deviceClock.skewPPM * 1e-6) }
 
     // MARK: - Lifecycle
 
     /// Opens the peer socket and starts discovery. Throws if the UDP port cannot be bound.
     public func start() throws {
         let socket = try PeerSocket(port: configuration.udpPort)
-        let keys = [identity.group.currentKey] + (identity.group.previous.map { [$0] } ?? [])
         let transport = PeerTransport(
             socket: socket,
-            sealer: EnvelopeSealer(sender: identity.peerID, incarnation: identity.incarnation, key: identity.group.currentKey),
-            opener: EnvelopeOpener(me: identity.peerID, keys: keys),
-            clock: clockSource, impairments: configuration.impairments, logger: logger)
+            sealer: EnvelopeSealer(sender: identity.peerID, incarnation: identity.incarnation, key: keys.group.currentKey),
+            opener: EnvelopeOpener(me: identity.peerID, keys: keys.acceptedKeys),
+            clock: clockSource, hostClock: hostClock, impairments: configuration.impairments, logger: logger)
         self.transport = transport
         logger.info("peer socket open", metadata: ["udp.port": "\(socket.port)"])
         if !configuration.deviceClock.isIdentity {
@@ -109,15 +151,16 @@ public actor Agent: ClientHandler {
                 }
             }
         })
-        for text in configuration.staticPeers { addStaticPeer(text) }
+        let now = now()
+        for text in configuration.staticPeers { addStaticPeer(text, now: now) }
         if configuration.mdns { startDiscovery(port: socket.port) }
-        step(now())
+        step(now)
     }
 
     /// Says goodbye to the peers and closes everything.
     public func stop() {
         if let transport {
-            for case .send(let message, let endpoint) in node.shutdown() { transport.send(message, to: endpoint) }
+            for case .send(let message, let endpoint) in node.onShutdown() { transport.send(message, to: endpoint) }
         }
         timer?.cancel()
         timer = nil
@@ -130,58 +173,83 @@ public actor Agent: ClientHandler {
     // MARK: - Events
 
     func onInbound(_ d: PeerTransport.Inbound) {
-        if onKeyMessage(d.message, from: d.sender, source: d.source, epochByte: d.epochByte) { return }
-        let directives = node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now())
-        execute(directives)
-        rearm()
+        let now = now()
+        switch d.message {
+        case .keyUpdate(let epoch, let key):
+            execute(keys.onKeyUpdate(epoch: epoch, key: key, from: d.sender, source: d.source, sealedWith: d.epochByte, now: now))
+        case .keyAck(let epoch):
+            keys.onKeyAck(epoch: epoch, from: d.sender)
+        default:
+            execute(keys.onDatagram(from: d.sender, source: d.source, sealedWith: d.epochByte, now: now))
+            execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
+        }
+        rearm(now)
     }
 
     func onTransmitted(_ t: PeerTransport.Transmitted) {
-        execute(node.onTransmitted(t.message, to: t.destination, at: t.sentAt, now: now()))
-        rearm()
-    }
-
-    /// After an event that may have changed the node's deadlines.
-    func rearmAfterEvent() { rearm() }
-
-    /// Runs the node's timer work and re-arms the one timer for its next deadline.
-    func step(_ now: Int64) {
-        execute(node.onTick(now: now))
-        rearm()
-    }
-
-    func rearm() {
         let now = now()
-        let deadline = node.nextDeadline(now: now)
+        execute(node.onTransmitted(t.message, to: t.destination, at: t.sentAt), now: now)
+        rearm(now)
+    }
+
+    /// Runs the timer's work now: for tests on a ``Clock/manual(_:)`` clock, after moving it.
+    public func tick() {
+        step(now())
+    }
+
+    /// Runs the node's and the key rotation's timer work and re-arms the one timer.
+    func step(_ now: LocalTime) {
+        execute(node.onTick(now: now), now: now)
+        let reachable = Set(node.membership.reachable)
+        execute(keys.onTick(now: now, reachable: reachable.contains))
+        rearm(now)
+    }
+
+    /// Re-arms the one timer for the earliest deadline of the node and the key rotation.
+    func rearm(_ now: LocalTime) {
+        guard timerEnabled else { return }
+        var deadline = node.nextDeadline(now: now)
+        if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if timer != nil && deadline >= timerDeadline { return }
         timer?.cancel()
         timerDeadline = deadline
-        let delay = TimeAmount.nanoseconds(max(0, deviceClock.host(fromDevice: deadline) - deviceClock.host(fromDevice: now)))
+        let delay = TimeAmount.nanoseconds(max(0, hostTime(deadline).subtractingSaturating(hostTime(now))))
         timer = loop.scheduleTask(in: delay) { [self] in
             self.assumeIsolated { agent in
                 agent.timer = nil
-                agent.timerDeadline = .max
+                agent.timerDeadline = .distantFuture
                 agent.step(agent.now())
             }
         }
     }
 
-    func execute(_ directives: [NodeDirective]) {
+    /// Carries out the node's directives. A `reply` goes to `reply` (the request being handled).
+    func execute(_ directives: [NodeDirective], now: LocalTime, reply: ((RequestOutcome) -> Void)? = nil) {
         for directive in directives {
             switch directive {
             case .send(let message, let endpoint):
                 transport?.send(message, to: endpoint)
+            case .sendClockRequest(let exchange, let endpoint):
+                if let t1 = transport?.sendClockRequest(exchange: exchange, to: endpoint), exchange != 0 {
+                    node.onClockRequestSent(exchange: exchange, to: endpoint, t1: t1)
+                }
+            case .sendClockReply(let exchange, let echo, let t2, let endpoint):
+                transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint)
             case .membership(let event):
                 log(event)
-                if case .stateChanged(let peer, _, _) = event, let info = peers().peers.first(where: { $0.peerID == peer.hex }) {
-                    broadcast(PeerChangedEvent(hostTimeNs: MonotonicClock.read(), peer: info), topic: .peers)
+                if case .stateChanged(let peer, _, _) = event, let info = peers(now: now).peers.first(where: { $0.peerID == peer.hex }) {
+                    broadcast(PeerChangedEvent(hostTimeNs: hostTime(now), peer: info), topic: .peers)
                 }
             case .groupChanged(let change):
-                publish(change)
+                publish(change, now: now)
             case .participantsChanged:
-                broadcast(PlayersChangedEvent(hostTimeNs: MonotonicClock.read(), players: playersView().players), topic: .players)
+                broadcast(PlayersChangedEvent(hostTimeNs: hostTime(now), players: playersView().players), topic: .players)
             case .tellPlayer(let id, let instruction):
                 tell(id, instruction)
+            case .reply(let outcome):
+                reply?(outcome)
+            case .dropped(let reason, let peer):
+                transport?.drop(reason.rawValue, "refused a message from a member", from: node.membership.endpoint(of: peer))
             }
         }
     }
@@ -191,7 +259,9 @@ public actor Agent: ClientHandler {
         case .stateChanged(let peer, let from, let to):
             let name = node.membership.peers[peer]?.name ?? peer.short
             let level: Logger.Level = to == .reachable || to == .lost ? .info : .debug
-            logger.log(level: level, "peer \(to)", metadata: ["peer.remote": "\(peer.short)", "peer.name": "\(name)", "peer.from": "\(from.map { "\($0)" } ?? "-")"])
+            logger.log(level: level, "peer state changed", metadata: [
+                "peer.remote": "\(peer.short)", "peer.name": "\(name)", "peer.from": "\(from.map { "\($0)" } ?? "-")", "peer.state": "\(to)",
+            ])
         case .restarted(let peer, let incarnation):
             logger.info("peer restarted", metadata: ["peer.remote": "\(peer.short)", "peer.incarnation": "\(incarnation)"])
         case .renamed(let peer, let name):
@@ -211,8 +281,9 @@ public actor Agent: ClientHandler {
 
     public func disconnected(_ client: ClientConnection) {
         if let id = clients[client.id]?.playerID {
-            execute(node.removePlayer(id: id, now: now()))
-            rearm()
+            let now = now()
+            execute(node.onPlayerGone(id: id, now: now), now: now)
+            rearm(now)
         }
         clients[client.id] = nil
     }
@@ -226,133 +297,98 @@ public actor Agent: ClientHandler {
             client.send(error: error, requestID: nil)
             return
         }
+        let now = now()
+        let request = Request(client: client, id: header.requestID, line: line)
         do {
-            try dispatch(header, line, client)
+            try dispatch(header.type, request, now: now)
         } catch let error as ProtocolError {
             client.noteBadInput(error.description)
             if header.requestID != nil { client.send(error: error, requestID: header.requestID) }
         } catch {
             if header.requestID != nil { client.send(error: ProtocolError(.internal, "\(error)"), requestID: header.requestID) }
         }
+        rearm(now)
     }
 
-    private func dispatch(_ header: RequestHeader, _ line: [UInt8], _ client: ClientConnection) throws {
-        func reply(_ result: some Encodable & Sendable) {
-            if let id = header.requestID { client.send(ReplyLine.success(id, result)) }
+    /// The request being handled: who asked, under which id, and its line.
+    struct Request {
+        let client: ClientConnection
+        let id: RequestID?
+        let line: [UInt8]
+
+        func decode<T: PlayerRequest>(_ type: T.Type) throws(ProtocolError) -> T {
+            try PlayerJSON.decode(T.self, from: line)
         }
-        switch header.type {
+
+        func reply(_ result: some Encodable & Sendable) {
+            if let id { client.send(ReplyLine.success(id, result)) }
+        }
+
+        func reply(error: ProtocolError) {
+            client.noteBadInput(error.description)
+            if let id { client.send(error: error, requestID: id) }
+        }
+    }
+
+    private func dispatch(_ type: String, _ request: Request, now: LocalTime) throws {
+        switch type {
         case "hello":
-            let (result, directives) = try hello(PlayerJSON.decode(HelloRequest.self, from: line), client)
-            reply(result)
-            execute(directives)
-            rearm()
+            try hello(request, now: now)
         case "status":
-            reply(status())
+            request.reply(status(now: now))
         case "peers":
-            reply(peers())
+            request.reply(peers(now: now))
         case "clock":
-            reply(clock())
+            request.reply(clock(now: now))
         case "state":
-            reply(stateView())
+            request.reply(stateView(now: now))
         case "command":
-            reply(try command(PlayerJSON.decode(CommandRequest.self, from: line)))
+            try command(request.decode(CommandRequest.self), request, now: now)
         case "sim_clock":
             guard configuration.testHooks else { throw ProtocolError(.invalidState, "sim_clock is a test hook: start lockstepd with --test-hooks") }
-            let r = try PlayerJSON.decode(SimClockRequest.self, from: line)
-            clockSource.change(jumpNs: Int64((r.jumpMs ?? 0) * 1e6), skewPPM: r.skewPPM)
+            let r = try request.decode(SimClockRequest.self)
+            let jump = TimeSpan(nanoseconds: (r.jumpMs ?? 0) * 1e6)
+            clockSource.change(jumpNs: jump.ns, skewPPM: r.skewPPM, atHost: hostClock.now())
             logger.warning("simulated device clock changed (test hook)", metadata: ["clock.jump_ms": "\(r.jumpMs ?? 0)", "clock.skew_ppm": "\(deviceClock.skewPPM)"])
-            if (r.jumpMs ?? 0) != 0 { execute(node.onLocalClockStep(now: now())) }
-            rearm()
-            reply(EmptyResult())
+            let after = self.now()
+            if jump != .zero { execute(node.onLocalClockStep(now: after), now: after) }
+            request.reply(EmptyResult())
         case "subscribe":
-            let request = try PlayerJSON.decode(SubscribeRequest.self, from: line)
-            clients[client.id]?.topics.formUnion(request.topics)
-            reply(stateView())
+            let r = try request.decode(SubscribeRequest.self)
+            clients[request.client.id]?.topics.formUnion(r.topics)
+            request.reply(stateView(now: now))
         default:
-            if try dispatchGroup(header.type, line, reply: { result in
-                if let id = header.requestID { client.send(AnyReply(requestID: id, result: result)) }
-            }) { return }
-            if try dispatchPlayer(header.type, line, client, reply: { result in
-                if let id = header.requestID { client.send(AnyReply(requestID: id, result: result)) }
-            }) { return }
-            throw ProtocolError(.unknownType, "unknown request type '\(header.type.truncated(toUTF8: 64))'")
+            if try dispatchGroup(type, request, now: now) { return }
+            if try dispatchPlayer(type, request, now: now) { return }
+            throw ProtocolError(.unknownType, "unknown request type '\(type.truncated(toUTF8: 64))'")
         }
     }
 
-    private func hello(_ request: HelloRequest, _ client: ClientConnection) throws -> (HelloResult, [NodeDirective]) {
-        guard request.protocol == PlayerProtocol.version else {
-            throw ProtocolError(.unsupportedVersion, "this agent speaks player protocol \(PlayerProtocol.version), not \(request.protocol)")
+    private func hello(_ request: Request, now: LocalTime) throws {
+        let r = try request.decode(HelloRequest.self)
+        guard r.protocol == PlayerProtocol.version else {
+            throw ProtocolError(.unsupportedVersion, "this agent speaks player protocol \(PlayerProtocol.version), not \(r.protocol)")
         }
-        var state = clients[client.id] ?? ClientState(connection: client)
+        var state = clients[request.client.id] ?? ClientState(connection: request.client)
+        state.hello = r
         var directives: [NodeDirective] = []
-        state.hello = request
-        if request.role == .player && state.playerID == nil {
+        if r.role == .player && state.playerID == nil {
             let id = nextPlayerID
-            nextPlayerID += 1
+            nextPlayerID = nextPlayerID == .max ? 1 : nextPlayerID + 1
             state.playerID = id
-            let caps = request.capabilities ?? PlayerCapabilities()
+            let caps = r.capabilities ?? PlayerCapabilities()
             let info = PlayerSession.Info(
-                name: request.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
-                outputLatencyNs: request.outputLatencyNs ?? 0, startLatencyNs: request.startLatencyNs ?? 0, syncToleranceNs: request.syncToleranceNs ?? 0)
-            clients[client.id] = state
-            directives = node.addPlayer(id: id, info: info, now: now())
+                name: r.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
+                outputLatency: .nanoseconds(r.outputLatencyNs ?? 0), startLatency: .nanoseconds(r.startLatencyNs ?? 0),
+                syncTolerance: .nanoseconds(r.syncToleranceNs ?? 0))
+            clients[request.client.id] = state
+            directives = node.onPlayerHello(id: id, info: info, now: now)
         }
-        clients[client.id] = state
-        client.logger.info("client said hello", metadata: [
-            "client.name": "\(request.name ?? "-")", "client.role": "\(request.role?.rawValue ?? "monitor")",
+        clients[request.client.id] = state
+        request.client.logger.info("client said hello", metadata: [
+            "client.name": "\(r.name ?? "-")", "client.role": "\(r.role?.rawValue ?? "monitor")",
         ])
-        return (HelloResult(protocol: PlayerProtocol.version, playerID: state.playerID, agent: status()), directives)
-    }
-
-    // MARK: - Views
-
-    func status() -> AgentStatus {
-        let host = MonotonicClock.read()
-        let peers = node.membership.peers.values
-        return AgentStatus(
-            peerID: identity.peerID.hex, name: identity.name, version: LockstepVersion.current,
-            playerProtocol: LockstepVersion.playerProtocol, peerProtocol: PeerProtocol.version,
-            socket: configuration.socketPath, stateDir: configuration.stateDirectory, pid: getpid(),
-            udpPort: transport?.socket.port ?? 0, incarnation: identity.incarnation, uptimeNs: host - startedAt, hostTimeNs: host,
-            group: GroupInfo(name: identity.group.name, tag: identity.group.tag, epoch: identity.group.epoch),
-            peersReachable: peers.filter { $0.state == .reachable }.count, peersKnown: peers.count,
-            players: clients.values.filter { $0.playerID != nil }.count,
-            mdns: mdnsState, counters: transport?.snapshot ?? [:])
-    }
-
-    func clock() -> ClockResult {
-        let host = MonotonicClock.read()
-        let now = deviceClock.device(fromHost: host)
-        let list: [ClockInfo] = node.membership.reachable.compactMap { peer in
-            guard let resolved = node.resolvedClock(of: peer, now: now), let c = node.clocks[peer] else { return nil }
-            let e = resolved.estimate
-            let name = node.membership.peers[peer]?.name ?? peer.short
-            let source: String
-            switch resolved.source {
-            case .direct: source = "direct"
-            case .via(let other): source = "via " + (node.membership.peers[other]?.name ?? other.short)
-            }
-            return ClockInfo(
-                peerID: peer.hex, name: name, offsetNs: e.offset(atLocal: now), errorBoundNs: e.errorBound(atLocal: now),
-                hardBoundNs: e.hardBound(atLocal: now), delayNs: e.delayNs, skewPPM: e.skewPPM, samples: e.sampleCount,
-                lastSampleAgeNs: now - e.lastSampleLocal, source: source, trusted: resolved.trusted,
-                closureErrorNs: resolved.closureErrorNs, worstClosureErrorNs: resolved.worstClosureErrorNs,
-                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: c.lost, rejected: c.rejected,
-                sendStamps: c.lastKernelStamped ? "kernel" : "agent", kernelStamped: c.kernelStamped,
-                followUpsMissed: c.stamps.followUpsMissed, stampsImplausible: c.stamps.implausible)
-        }
-        return ClockResult(localTimeNs: now, hostTimeNs: host, peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
-    }
-
-    func peers() -> PeersResult {
-        let now = now()
-        let list = node.membership.peers.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }.map { p in
-            PeerInfo(
-                peerID: p.id.hex, name: p.name, state: p.state.rawValue,
-                addresses: p.paths.map { "\($0.endpoint)" }, preferred: p.preferred.map { "\($0)" },
-                stateAgeNs: now - p.since, lastHeardAgoNs: p.lastHeard.map { now - $0 },
-                incarnation: p.incarnation, sources: Array(Set(p.paths.map(\.source.rawValue))).sorted())
-        }
-        return PeersResult(peers: list)
+        request.reply(HelloResult(protocol: PlayerProtocol.version, playerID: state.playerID, agent: status(now: now)))
+        execute(directives, now: now)
     }
 }

@@ -17,11 +17,11 @@ struct Clock: AsyncParsableCommand {
             headers: ["NAME", "OFFSET", "± BOUND", "HARD", "DELAY", "SKEW", "SAMPLES", "LAST", "STAMPS", "SOURCE", "CLOSURE"],
             rows: r.peers.map { p in
                 [
-                    p.name, Human.duration(ns: Int64(p.offsetNs.rounded())), Human.duration(ns: Int64(p.errorBoundNs.rounded())),
-                    Human.duration(ns: Int64(p.hardBoundNs.rounded())), Human.duration(ns: p.delayNs),
+                    p.name, Human.duration(ns: Int64(saturating: p.offsetNs.rounded())), Human.duration(ns: Int64(saturating: p.errorBoundNs.rounded())),
+                    Human.duration(ns: Int64(saturating: p.hardBoundNs.rounded())), Human.duration(ns: p.delayNs),
                     Human.fixed(p.skewPPM, 2) + "ppm", String(p.samples), Human.duration(ns: p.lastSampleAgeNs) + " ago", Self.stamps(p),
-                    p.source + (p.trusted ? "" : " (untrusted)"),
-                    p.closureErrorNs.map { Human.duration(ns: Int64($0.rounded())) + " over \(p.paths)" } ?? "-",
+                    p.source + (p.trusted ? "" : " (untrusted)") + (p.delayStepNs.map { " (delay step +" + Human.duration(ns: $0) + ")" } ?? ""),
+                    p.closureErrorNs.map { Human.duration(ns: Int64(saturating: $0.rounded())) + " over \(p.paths)" } ?? "-",
                 ]
             }
         ).render()

@@ -65,7 +65,8 @@ struct CommandRunner {
 struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Play the group's item (everyone starts at the same instant).")
     @OptionGroup var options: CommonOptions
-    @Option(help: "Playback rate, e.g. 1.5.") var rate: Double?
+    @Option(help: "Playback rate, e.g. 1.5 (0.0625...16).") var rate: Double?
+    func validate() throws { try Rate.check(rate) }
     func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .play, rate: rate)) }
 }
 
@@ -82,7 +83,7 @@ struct Seek: AsyncParsableCommand {
 
     func run() async throws {
         guard let parsed = Self.parse(position) else {
-            printError("cannot read '\(position)' as a position (83.5, 1:23.5, 1:02:03, +10, -5)")
+            printError("cannot read '\(position)' as a position within a year (83.5, 1:23.5, 1:02:03, +10, -5)")
             throw ExitCode(1)
         }
         var target = parsed.ns
@@ -92,7 +93,7 @@ struct Seek: AsyncParsableCommand {
                 printError("the group's position is not known; give an absolute position")
                 throw ExitCode(1)
             }
-            target = max(0, now + parsed.ns)
+            target = min(max(0, now + parsed.ns), PlayerLimits.positionNs.upperBound)
         }
         try await CommandRunner.run(options, CommandRequest(action: .seek, positionNs: target))
     }
@@ -115,6 +116,8 @@ struct Seek: AsyncParsableCommand {
             if i < parts.count - 1 && (v != v.rounded() || (i > 0 && v >= 60)) { return nil }
             seconds = seconds * 60 + v
         }
+        // A position is at most a year of media (the agent refuses more).
+        guard seconds * 1e9 <= Double(PlayerLimits.positionNs.upperBound) else { return nil }
         return (Int64((sign * seconds * 1e9).rounded()), relative)
     }
 }
@@ -122,8 +125,15 @@ struct Seek: AsyncParsableCommand {
 struct Rate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Change the group's playback rate (0.5, 1.5, 2…).")
     @OptionGroup var options: CommonOptions
-    @Argument(help: "The rate.") var rate: Double
+    @Argument(help: "The rate (0.0625...16).") var rate: Double
+    func validate() throws { try Self.check(rate) }
     func run() async throws { try await CommandRunner.run(options, CommandRequest(action: .rate, rate: rate)) }
+
+    /// A rate the group accepts, or a usage error that says which.
+    static func check(_ rate: Double?) throws {
+        guard let rate, !PlayerLimits.rate.contains(rate) else { return }
+        throw ValidationError("the rate must be within \(PlayerLimits.rate.lowerBound)...\(PlayerLimits.rate.upperBound), not \(rate)")
+    }
 }
 
 struct Stop: AsyncParsableCommand {
@@ -156,7 +166,7 @@ struct Watch: AsyncParsableCommand {
             if !options.json { print(State.render(initial)) }
             for await event in agent.events {
                 // Written straight to fd 1, unbuffered: a pipe reader sees each event at once.
-                let line = (options.json ? String(decoding: event.json, as: UTF8.self) : Self.render(event)) + "\n"
+                let line = (options.json ? String(decoding: event.json, as: UTF8.self) : Terminal.escaped(Self.render(event))) + "\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
         }

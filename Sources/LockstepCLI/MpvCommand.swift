@@ -77,6 +77,10 @@ struct Mpv: AsyncParsableCommand {
     func validate() throws {
         if (media == nil) == (attach == nil) { throw ValidationError("give MEDIA to play, or --attach SOCKET of a running mpv (not both)") }
         if outputLatencyMs < 0 || syncToleranceMs < 0 || startLatencyMs < 20 { throw ValidationError("latencies and tolerances cannot be negative, and the start latency is at least 20 ms") }
+        let most = Double(PlayerLimits.latencyNs.upperBound) / 1e6
+        if !(outputLatencyMs <= most && syncToleranceMs <= most && startLatencyMs <= most) {
+            throw ValidationError("latencies and tolerances are at most \(Int(most)) ms")
+        }
     }
 
     func run() async throws {

@@ -43,7 +43,7 @@ struct Suspend: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        print(options.json ? try jsonText(r) : "suspended (suspension \(r.suspensionID), \(reason))")
+        print(options.json ? try jsonText(r) : Terminal.escaped("suspended (suspension \(r.suspensionID), \(reason))"))
     }
 }
 

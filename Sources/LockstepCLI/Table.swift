@@ -1,4 +1,5 @@
-/// Plain-text tables for the CLI: a header row, aligned columns, two spaces between them.
+/// Plain-text tables for the CLI: a header row, aligned columns, two spaces between them. Cells
+/// are escaped for the terminal (``Terminal``).
 public struct Table: Sendable {
     public var headers: [String]
     public var rows: [[String]]
@@ -9,6 +10,7 @@ public struct Table: Sendable {
     }
 
     public func render() -> String {
+        let rows = rows.map { $0.map(Terminal.escaped) }
         var widths = headers.map(\.count)
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count {
@@ -27,7 +29,7 @@ public struct Table: Sendable {
     }
 }
 
-/// Key/value lines for single objects ("status").
+/// Key/value lines for single objects ("status"); values are escaped for the terminal.
 public struct Fields: Sendable {
     public var pairs: [(String, String)]
 
@@ -37,7 +39,7 @@ public struct Fields: Sendable {
 
     public func render() -> String {
         let width = pairs.map(\.0.count).max() ?? 0
-        return pairs.map { $0.0 + ":" + String(repeating: " ", count: width - $0.0.count + 1) + $0.1 }.joined(separator: "\n")
+        return pairs.map { $0.0 + ":" + String(repeating: " ", count: width - $0.0.count + 1) + Terminal.escaped($0.1) }.joined(separator: "\n")
     }
 }
 
@@ -45,7 +47,7 @@ public struct Fields: Sendable {
 public enum Human {
     /// `1h 02m`, `3m 04s`, `12.3s`, `450ms`, `12µs`, `800ns`.
     public static func duration(ns: Int64) -> String {
-        let a = abs(ns)
+        let a = ns.magnitude  // abs(Int64.min) would trap
         let sign = ns < 0 ? "-" : ""
         switch a {
         case 3_600_000_000_000...:
@@ -85,5 +87,5 @@ public enum Human {
         return s
     }
 
-    private static func pad2(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    private static func pad2<T: BinaryInteger>(_ v: T) -> String { v < 10 ? "0\(v)" : "\(v)" }
 }

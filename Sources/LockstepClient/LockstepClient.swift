@@ -134,13 +134,6 @@ public struct LockstepClient: Sendable {
         do { try await outbound.write(Self.buffer(line)) } catch { throw Failure.disconnected }
     }
 
-    /// Sends a raw line (tests of the agent's handling of bad input use this).
-    public func sendRaw(_ bytes: [UInt8]) async throws {
-        var b = ByteBuffer()
-        b.writeBytes(bytes)
-        do { try await outbound.write(b) } catch { throw Failure.disconnected }
-    }
-
     private static func buffer(_ line: [UInt8]) -> ByteBuffer {
         var b = ByteBuffer()
         b.reserveCapacity(line.count + 1)

@@ -158,7 +158,7 @@ enum EnvelopeTarget {
         func step(_ op: UInt8, incarnation: UInt8, sequence: UInt16, _ plaintext: [UInt8] = [4], position: UInt8? = nil) -> [UInt8] {
             [op, incarnation, UInt8(sequence >> 8), UInt8(sequence & 0xff), UInt8(plaintext.count)] + plaintext + (position.map { [$0] } ?? [])
         }
-        let clock = PeerMessage.clockRequest(exchange: 1, t1: 2).encoded()
+        let clock = PeerMessage.clockRequest(exchange: 1, t1: PeerTime(ns: 2)).encoded()
         out.append(("script-in-order", [1] + step(0, incarnation: 1, sequence: 1, clock) + step(0, incarnation: 1, sequence: 2) + step(0, incarnation: 1, sequence: 3)))
         out.append(("script-reordered-replayed", [1] + step(1, incarnation: 1, sequence: 5) + step(1, incarnation: 1, sequence: 3) + step(1, incarnation: 1, sequence: 5) + step(1, incarnation: 1, sequence: 3)))
         out.append(("script-window", [1] + step(2, incarnation: 1, sequence: 2000) + step(2, incarnation: 1, sequence: 976) + step(2, incarnation: 1, sequence: 977) + step(2, incarnation: 1, sequence: 3100)))

@@ -11,6 +11,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case player
     /// `JoinCode.parse`, and the round trip of what it accepts.
     case joincode
+    /// The protocol logic: decoded peer messages and raw player inputs driven into a `Node` and
+    /// a `KeyRotation` (a hostile member, a buggy player).
+    case node
 
     var summary: String {
         switch self {
@@ -18,6 +21,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .envelope: "EnvelopeOpener.open never traps; authentic datagrams open once, replays and forgeries do not"
         case .player: "line framing matches a model of the protocol; request JSON decodes or errors, and round-trips"
         case .joincode: "JoinCode.parse never traps; accepted codes round-trip through make"
+        case .node: "Node and KeyRotation never trap on decoded peer messages and raw player inputs; deadlines are never past"
         }
     }
 
@@ -27,6 +31,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .envelope: EnvelopeTarget.run(bytes)
         case .player: PlayerTarget.run(bytes)
         case .joincode: JoinCodeTarget.run(bytes)
+        case .node: NodeTarget.run(bytes)
         }
     }
 
@@ -37,6 +42,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .envelope: EnvelopeTarget.seeds
         case .player: PlayerTarget.seeds
         case .joincode: JoinCodeTarget.seeds
+        case .node: NodeTarget.seeds
         }
     }
 
@@ -47,6 +53,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .envelope: []
         case .player: PlayerTarget.dictionary
         case .joincode: JoinCodeTarget.dictionary
+        case .node: []
         }
     }
 
@@ -57,6 +64,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .envelope: ["-max_len=\(Envelope.maxDatagramBytes + 1)"]
         case .player: ["-max_len=4096"]
         case .joincode: ["-max_len=256"]
+        case .node: ["-max_len=8192"]
         }
     }
 }

@@ -40,44 +40,51 @@ enum SampleMessages {
         let peers = (0..<VersionVector.maxEntries).map { PeerID(high: UInt64($0) << 60, low: UInt64($0) + 1) }
         let fullVersion = VersionVector(peers.enumerated().map { .init(peer: $1, counter: UInt64($0) * 1000 + 1) })
         let stamp = Stamp(lamport: 42, origin: alice, incarnation: 3)
-        let bigStamp = Stamp(lamport: .max, origin: carol, incarnation: .max)
+        let maxCounter = Limits.counter.upperBound
+        let bigStamp = Stamp(lamport: maxCounter, origin: carol, incarnation: maxCounter)
         let item = ItemID("https://example.com/films/big-buck-bunny.mp4")!
         let longItem = ItemID(String(repeating: "é", count: ItemID.maxBytes / 2))!
         let fullMetadata = ItemMetadata(
             title: String(repeating: "T", count: ItemMetadata.maxTitleBytes),
             artworkURL: "https://example.com/" + String(repeating: "a", count: ItemMetadata.maxArtworkBytes - 20),
-            durationNs: 596_000_000_000)
+            duration: .seconds(596))
         let record = ItemRecord(
-            item: item, timeline: Timeline(phase: .playing, anchorTime: 1_000_000_000, position: 5_000_000_000, rate: 1),
+            item: item, timeline: Timeline(phase: .playing, anchorTime: PeerTime(ns: 1_000_000_000), position: MediaPosition(clamping: 5_000_000_000), rate: 1),
             action: .play, stamp: stamp, version: VersionVector([.init(peer: alice, counter: 41)]))
         let fullRecord = ItemRecord(
             item: longItem, metadata: fullMetadata,
-            timeline: Timeline(phase: .waiting, anchorTime: .min, position: .max, rate: Timeline.rateRange.upperBound),
-            action: .start, reason: String(repeating: "r", count: ItemRecord.maxReasonBytes), stamp: bigStamp, version: fullVersion)
+            timeline: Timeline(phase: .waiting, anchorTime: PeerTime(ns: Limits.instantNs.lowerBound), position: .max, rate: Limits.rate.upperBound),
+            action: .start, reason: .other(String(repeating: "r", count: ItemRecord.maxReasonBytes)), stamp: bigStamp, version: fullVersion)
         let player = PlayerStatus(playerID: 1, name: "mpv", itemHash: item.stableHash, readiness: .ready)
         let fullPlayer = PlayerStatus(
             playerID: .max, name: String(repeating: "n", count: PlayerStatus.maxNameBytes), itemHash: .max, solo: true,
-            readiness: .buffering, suspensions: Array(repeating: String(repeating: "s", count: PlayerStatus.maxReasonBytes), count: PlayerStatus.maxSuspensions),
-            outputLatencyNs: .max, startLatencyNs: 20_000_000)
-        let estimate = ClockEstimate(
-            referenceLocal: 123_456_789, offsetNs: -1_234.5, skewPPM: 12.5, errorBoundNs: 800, errorGrowthPPM: 1,
-            hardBoundNs: 40_000, hardGrowthPPM: 2, delayNs: 80_000, sampleCount: 16, lastSampleLocal: 123_000_000)
+            readiness: .buffering,
+            suspensions: Array(repeating: .custom(String(repeating: "s", count: PlayerStatus.maxReasonBytes)), count: PlayerStatus.maxSuspensions),
+            outputLatency: .nanoseconds(Limits.latencyNs.upperBound), startLatency: .milliseconds(20))
+        let estimate = ReportedEstimate(
+            reference: PeerTime(ns: 123_456_789), offsetNs: -1_234.5, skewPPM: 12.5, errorBoundNs: 800, errorGrowthPPM: 1,
+            hardBoundNs: 40_000, hardGrowthPPM: 2, delay: .microseconds(80), sampleCount: 16, lastSample: PeerTime(ns: 123_000_000))
         let digestItems = (0..<PeerMessage.maxDigestItems).map {
             GroupDigest.Entry(itemHash: UInt64($0) &* 0x9e37_79b9_7f4a_7c15, stamp: Stamp(lamport: UInt64($0), origin: peers[$0 % peers.count], incarnation: 1))
         }
         let participantDigests = (0..<20).map { ParticipantDigest(peer: PeerID(high: 9, low: UInt64($0)), incarnation: 2, version: UInt64($0)) }
         return [
-            ("clock-request", .clockRequest(exchange: 7, t1: 1_700_000_000_000_000_000)),
-            ("clock-reply", .clockReply(exchange: 7, t1: 1, t2: 2, t3: 3)),
-            ("clock-reply-extremes", .clockReply(exchange: .max, t1: .min, t2: .max, t3: -1)),
-            ("clock-follow-up", .clockFollowUp(exchange: 7, t1: 1, t3: 4)),
+            ("clock-request", .clockRequest(exchange: 7, t1: PeerTime(ns: 1_700_000_000_000_000_000))),
+            ("clock-reply", .clockReply(exchange: 7, echo: 1, t2: PeerTime(ns: 2), t3: PeerTime(ns: 3))),
+            ("clock-reply-extremes", .clockReply(exchange: .max, echo: .min, t2: PeerTime(ns: Limits.instantNs.upperBound), t3: PeerTime(ns: -1))),
+            ("clock-follow-up", .clockFollowUp(exchange: 7, echo: 1, t3: PeerTime(ns: 4))),
             ("hello", .hello(name: "living-room", wantsReply: false)),
             ("hello-wants-reply", .hello(name: "kitchen 🍳", wantsReply: true)),
             ("hello-longest-name", .hello(name: String(repeating: "ü", count: PeerMessage.maxNameBytes / 2), wantsReply: true)),
             ("goodbye", .goodbye),
             ("item-record", .itemRecord(record, relay: nil, wantsAck: false)),
-            ("item-record-relayed", .itemRecord(record, relay: RelayAnchor(anchorTime: 999, errorBoundNs: 1_500), wantsAck: true)),
-            ("item-record-full", .itemRecord(fullRecord, relay: RelayAnchor(anchorTime: .max, errorBoundNs: .max), wantsAck: true)),
+            ("item-record-relayed", .itemRecord(record, relay: RelayAnchor(anchorTime: PeerTime(ns: 999), errorBound: .microseconds(1)), wantsAck: true)),
+            (
+                "item-record-full",
+                .itemRecord(
+                    fullRecord, relay: RelayAnchor(anchorTime: PeerTime(ns: Limits.instantNs.upperBound), errorBound: .nanoseconds(Limits.relayBoundNs.upperBound)),
+                    wantsAck: true)
+            ),
             ("current-record", .currentRecord(CurrentRecord(item: item, metadata: ItemMetadata(title: "Big Buck Bunny"), stamp: stamp, version: VersionVector()), wantsAck: true)),
             ("current-record-stopped", .currentRecord(CurrentRecord(item: nil, stamp: bigStamp, version: fullVersion), wantsAck: false)),
             ("current-record-full", .currentRecord(CurrentRecord(item: longItem, metadata: fullMetadata, stamp: stamp, version: fullVersion), wantsAck: false)),
@@ -87,7 +94,7 @@ enum SampleMessages {
             ("digest-full", .digest(GroupDigest(current: bigStamp, items: digestItems), participants: participantDigests, wantsReply: true)),
             ("participant-empty", .participant(ParticipantRecord(peer: bob, incarnation: 1, version: 0, players: []))),
             ("participant", .participant(ParticipantRecord(peer: alice, incarnation: 3, version: 9, players: [player]))),
-            ("participant-full", .participant(ParticipantRecord(peer: carol, incarnation: .max, version: .max, players: Array(repeating: fullPlayer, count: ParticipantRecord.maxPlayers)))),
+            ("participant-full", .participant(ParticipantRecord(peer: carol, incarnation: maxCounter, version: maxCounter, players: Array(repeating: fullPlayer, count: ParticipantRecord.maxPlayers)))),
             ("clock-report-empty", .clockReport(ClockReport(entries: []))),
             ("clock-report", .clockReport(ClockReport(entries: [.init(peer: bob, incarnation: 2, estimate: estimate)]))),
             ("clock-report-full", .clockReport(ClockReport(entries: (0..<PeerMessage.maxReportEntries).map { .init(peer: peers[$0 % peers.count], incarnation: UInt64($0), estimate: estimate) }))),

@@ -233,6 +233,44 @@ public enum Faults {
         return o
     }
 
+    /// A malicious member (it holds the group's key) sends one agent crafted messages for
+    /// `seconds`: the review's crash values past the decoder's ranges and at their edges, and one
+    /// datagram under the victim's own id with an incarnation an hour ahead.
+    public static func maliciousMember(rate: Int = 200, seconds: Double = 10) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "a group member sends crafted messages (\(rate)/s for \(Int(seconds)) s) and speaks once as the victim")
+        let g = try await PlayingGroup(hosts: 3, name: "fmemb")
+        defer { g.destroy() }
+        let victim = 1
+        var before: [AgentStatus] = []
+        for h in 1...3 { before.append(try await g.lab.request(h, "status")) }
+        let pids = try (1...3).map { try g.agentPID($0) }
+        let address = try g.lab.address(victim)
+        let from = MonotonicClock.read()
+        _ = try g.lab.spawn(2, "member", [
+            Lab.binDirectory + "/lockstep-bench", "member", "--host", address, "--port", String(before[0].udpPort), "--victim", before[0].peerID,
+            "--rate", String(rate), "--seconds", String(seconds), "--impersonate-to", "\(try g.lab.address(3)):\(before[2].udpPort)",
+        ], environment: ["LOCKSTEP_JOIN_CODE": g.lab.joinCode])
+        try await Task.sleep(nanoseconds: UInt64((seconds + 1) * 1e9))
+        let spread = try g.spreads(from: from + 500_000_000, to: MonotonicClock.read() - 200_000_000)
+        var after: [AgentStatus] = []
+        for h in 1...3 { after.append(try await g.lab.request(h, "status")) }
+        let alive = try (1...3).map { try g.agentPID($0) } == pids && zip(before, after).allSatisfy { $0.incarnation == $1.incarnation }
+        let counters = after[0].counters
+        let refused = ["dropped_out_of_range", "dropped_lamport_too_far_ahead", "dropped_speaks_for_us", "dropped_key_update_not_next"]
+        let counted = refused.map { "\($0)=\(counters[$0] ?? 0)" }.joined(separator: ", ")
+        for name in refused { o.figures[name] = Double(counters[name] ?? 0) }
+        o.figures["spread_p99_us"] = spread.percentile(99)
+        o.check("no agent restarted", alive, alive ? "same pids and incarnations on all three" : "an agent restarted")
+        o.check("the crafted messages are refused and counted, each kind", refused.allSatisfy { (counters[$0] ?? 0) > 0 }, counted)
+        o.check("the group stays in step", spread.percentile(99) < 1000, "spread p99 \(us(spread.percentile(99)))")
+        // The victim was spoken for once, an hour ahead: the others take its real datagrams again
+        // once that forged incarnation has been silent (10 s), and it is reachable everywhere.
+        let back = try await waitUntil(timeout: 20, interval: 0.2) { try await g.allReachable() }
+        o.figures["victim_back_s"] = back ?? -1
+        o.check("the victim spoken for is reachable again everywhere", back != nil, back.map { String(format: "after %.1f s more", $0) } ?? "not within 20 s")
+        return o
+    }
+
     /// Every scenario, in order.
     public static let all: [(name: String, run: @Sendable () async throws -> FaultOutcome)] = [
         ("kill", { try await killAgent() }),
@@ -241,6 +279,7 @@ public enum Faults {
         ("clock", { try await clockJumpAndDrift() }),
         ("avahi", { try await avahiRestart() }),
         ("flood", { try await flood() }),
+        ("member", { try await maliciousMember() }),
     ]
 }
 

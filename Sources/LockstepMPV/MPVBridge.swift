@@ -168,10 +168,17 @@ public final class MPVBridge: Sendable {
 
     private static func isAbsolute(_ path: String) -> Bool { path.contains("://") || path.hasPrefix("/") }
 
+    /// A time mpv reports (a position or a duration, in seconds) as media nanoseconds, clamped to
+    /// the media range (0 … 1 year): mpv's times are input from outside, and a broken file can
+    /// report anything (streams start below zero).
+    static func mediaNanoseconds(_ seconds: Double) -> Int64 {
+        MediaPosition(clamping: Int64(saturating: (seconds * 1e9).rounded())).ns
+    }
+
     /// The loaded file as an input: its absolute path (or URL), duration and title.
     private static func loadedFile(_ mpv: MPVConnection) async -> MPVBridgePolicy.Input? {
         guard let path = await loadedPath(mpv) else { return nil }
-        let duration = (try? await mpv.get("duration").double).flatMap { $0 }.map { Nanos.from(seconds: $0) }
+        let duration = (try? await mpv.get("duration").double).flatMap { $0 }.map(mediaNanoseconds)
         let title = try? await mpv.get("media-title").string
         return .fileLoaded(path: path, durationNs: duration, title: title)
     }
@@ -193,7 +200,7 @@ public final class MPVBridge: Sendable {
             case "seek":
                 sink.yield(.input(.seekStarted))
             case "playback-restart":
-                let position = (try? await mpv.get("time-pos").double).flatMap { $0 }.map { Nanos.from(seconds: $0) }
+                let position = (try? await mpv.get("time-pos").double).flatMap { $0 }.map(mediaNanoseconds)
                 sink.yield(.input(.playbackRestarted(positionNs: position)))
             default:
                 break
@@ -260,7 +267,7 @@ public final class MPVBridge: Sendable {
                 continue
             }
             guard reply.roundTrip <= options.maxReadingRoundTripNs, let seconds = reply.data.double else { continue }
-            sink.yield(.input(.position(Nanos.from(seconds: seconds), at: reply.midpoint)))
+            sink.yield(.input(.position(mediaNanoseconds(seconds), at: reply.midpoint)))
         }
     }
 

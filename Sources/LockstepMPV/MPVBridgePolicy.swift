@@ -290,7 +290,7 @@ public struct MPVBridgePolicy: Sendable {
         var startAt = at, from = position
         if startAt < now + configuration.seekLeadNs {
             startAt = now + configuration.seekLeadNs
-            from = position + Int64((Double(startAt - at) * rate).rounded())
+            from = position.addingSaturating(Int64(saturating: (Double(startAt - at) * rate).rounded()))
         }
         if paused != true { out.append(.setPause(true)) }
         out.append(ownSeek(from, now: now))
@@ -309,14 +309,14 @@ public struct MPVBridgePolicy: Sendable {
     /// last position reading.
     private func onTimeline(_ position: Int64, at: Int64, now: Int64, within tolerance: Int64) -> Bool {
         guard let r = usableReading(now: now), let s = speed, s > 0 else { return false }
-        let predicted = r.position + Int64((Double(at - r.at) * s).rounded())
+        let predicted = r.position.addingSaturating(Int64(saturating: (Double(at - r.at) * s).rounded()))
         return (predicted - position).magnitude <= tolerance
     }
 
     /// The host time at which mpv, playing, reaches `position`, by its last position reading.
     private func instant(of position: Int64, now: Int64) -> Int64? {
         guard let r = usableReading(now: now), let s = speed, s > 0 else { return nil }
-        return r.at + Int64((Double(position - r.position) / s).rounded())
+        return r.at.addingSaturating(Int64(saturating: (Double(position - r.position) / s).rounded()))
     }
 
     /// The last position reading if it still describes mpv: playing since before it, no seek

@@ -50,8 +50,6 @@ public enum MPVValue: Sendable, Hashable {
         return nil
     }
 
-    public var isNull: Bool { self == .null }
-
     /// A member of an object (nil for other values).
     public subscript(key: String) -> MPVValue? {
         object?[key]

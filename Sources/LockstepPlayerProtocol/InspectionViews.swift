@@ -107,8 +107,12 @@ public struct ClockInfo: Codable, Sendable, Equatable {
     public var followUpsMissed: UInt64
     /// Kernel transmit times refused as not believable (before the agent's stamp, or far after it).
     public var stampsImplausible: UInt64
+    /// The alarm of a sudden rise of the best round trip, ns (absent when there is none): one
+    /// direction slowed by `d` moves the offset by `d/2` unseen, so the bound is widened until
+    /// the path is back or the rise is shown to be shared by both directions.
+    public var delayStepNs: Int64?
 
-    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64, followUpsMissed: UInt64, stampsImplausible: UInt64) {
+    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64, followUpsMissed: UInt64, stampsImplausible: UInt64, delayStepNs: Int64? = nil) {
         self.peerID = peerID
         self.name = name
         self.offsetNs = offsetNs
@@ -130,6 +134,7 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         self.kernelStamped = kernelStamped
         self.followUpsMissed = followUpsMissed
         self.stampsImplausible = stampsImplausible
+        self.delayStepNs = delayStepNs
     }
 
     enum CodingKeys: String, CodingKey {
@@ -151,5 +156,6 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         case kernelStamped = "kernel_stamped"
         case followUpsMissed = "follow_ups_missed"
         case stampsImplausible = "stamps_implausible"
+        case delayStepNs = "delay_step_ns"
     }
 }

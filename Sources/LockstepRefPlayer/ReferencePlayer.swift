@@ -42,15 +42,18 @@ public actor ReferencePlayer {
     }
 
     public let configuration: Configuration
+    /// Host time: `CLOCK_MONOTONIC`, or a manual clock in tests. Read once per event.
+    public nonisolated let clock: any HostClock
     public private(set) var playback: VirtualPlayback
     private var rng: SplitMix64
     private var log: (@Sendable (String) -> Void)?
     private var corrections = 0
     private var correctionRestore: (at: Int64, rate: Double)?
 
-    public init(configuration: Configuration, log: (@Sendable (String) -> Void)? = nil) {
+    public init(configuration: Configuration, clock: any HostClock = MonotonicClock(), log: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
-        self.playback = VirtualPlayback(driftPPM: configuration.driftPPM, at: MonotonicClock.read())
+        self.clock = clock
+        self.playback = VirtualPlayback(driftPPM: configuration.driftPPM, at: clock.now())
         self.rng = SplitMix64(seed: configuration.seed)
         self.log = log
     }
@@ -75,7 +78,7 @@ public actor ReferencePlayer {
                 group.addTask {
                     while !Task.isCancelled {
                         try await Task.sleep(nanoseconds: UInt64(c.reportIntervalNs))
-                        let now = MonotonicClock.read()
+                        let now = self.clock.now()
                         await self.restoreRateIfDue(now)
                         let position = await self.playback.position(at: now)
                         if await self.playback.nominalRate(at: now) > 0 {
@@ -92,7 +95,7 @@ public actor ReferencePlayer {
 
     /// Applies one event to the virtual playback; returns follow-up requests to make, if any.
     func handle(_ event: LockstepClient.Event) -> FollowUp? {
-        let now = MonotonicClock.read()
+        let now = clock.now()
         switch event.name {
         case "timeline":
             guard let e = try? event.decode(TimelineEvent.self) else { return nil }
@@ -132,11 +135,11 @@ public actor ReferencePlayer {
     /// Where and when an instruction "be at `position` at `host`" really lands: no earlier than
     /// the start latency allows, and off by the start jitter.
     private func landing(_ host: Int64, _ position: Int64, rate: Double, now: Int64) -> (Int64, Int64) {
-        let earliest = now + configuration.startLatencyNs
+        let earliest = now.addingSaturating(configuration.startLatencyNs)
         var at = max(host, earliest)
         let jitter = configuration.startJitterNs > 0 ? Int64.random(in: -configuration.startJitterNs...configuration.startJitterNs, using: &rng) : 0
         // The position asked for is where the media should be at `host`; a late start joins later.
-        let onTime = position + Int64((Double(at - host) * rate).rounded())
+        let onTime = position.addingSaturating(Int64(saturating: (Double(at.subtractingSaturating(host)) * rate).rounded()))
         at += jitter
         return (at, onTime)
     }

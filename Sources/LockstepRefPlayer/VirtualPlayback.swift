@@ -1,3 +1,5 @@
+import LockstepCore
+
 /// The truth of a reference player's playback: a piecewise-linear media position over host time.
 ///
 /// A segment says "from host time `from`, the media is at `position` and advances at `rate`
@@ -12,7 +14,7 @@ public struct VirtualPlayback: Sendable, Equatable {
         public var rate: Double
 
         public func position(at t: Int64) -> Int64 {
-            position + Int64((Double(t - from) * rate).rounded())
+            position.addingSaturating(Int64(saturating: (Double(t.subtractingSaturating(from)) * rate).rounded()))
         }
 
         enum CodingKeys: String, CodingKey {

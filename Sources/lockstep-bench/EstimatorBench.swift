@@ -25,7 +25,7 @@ struct EstimatorBench: ParsableCommand {
         let order = "link,window,onSample p50 us,onSample p99 us,estimate p50 us"
         for (link, noise) in [("quiet", 3_000.0), ("jitter 5 +- 1 ms", 2_000_000.0)] {
             for window in [64, 256, 512] {
-                var estimator = ClockEstimator(configuration: .init(capacity: window, maxSampleAgeNs: .max))
+                var estimator = ClockEstimator(configuration: .init(capacity: window, maxSampleAge: .max))
                 var generator = SystemRandomNumberGenerator()
                 var t: Int64 = 1_000_000_000
                 func next() -> ClockSample {
@@ -35,7 +35,7 @@ struct EstimatorBench: ParsableCommand {
                     let back = Int64(Double.random(in: 0..<noise, using: &generator))
                     let t2 = peer(t + 20_000 + out)
                     let t3 = t2 + 30_000
-                    return ClockSample(t1: t, t2: t2, t3: t3, t4: t + 70_000 + out + back)
+                    return ClockSample(t1: LocalTime(ns: t), t2: PeerTime(ns: t2), t3: PeerTime(ns: t3), t4: LocalTime(ns: t + 70_000 + out + back))
                 }
                 for _ in 0..<window { _ = estimator.onSample(next()) }
                 var costs: [Double] = []
@@ -47,7 +47,7 @@ struct EstimatorBench: ParsableCommand {
                     let start = MonotonicClock.read()
                     _ = estimator.onSample(s)
                     let middle = MonotonicClock.read()
-                    _ = estimator.estimate(atLocal: s.t4)
+                    _ = estimator.estimate(at: s.t4)
                     let end = MonotonicClock.read()
                     costs.append(Double(middle - start) / 1_000)
                     estimates.append(Double(end - middle) / 1_000)

@@ -8,7 +8,8 @@ import LockstepPlayerProtocol
 
 /// `lockstep-bench flood`: a stranger on the LAN sending datagrams as fast as asked, for the
 /// faults benchmark (run inside a lab host). Half look like Lockstep datagrams from random
-/// senders (so the victim must try to authenticate them), half are random bytes.
+/// senders with plausible incarnations (so the victim must derive a key and try to authenticate
+/// them), half are random bytes.
 struct FloodCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "flood", abstract: "Send junk datagrams to HOST:PORT at a given rate (a fault-injection helper).")
 
@@ -18,11 +19,8 @@ struct FloodCommand: ParsableCommand {
     @Option(help: "Seconds.") var seconds = 10.0
 
     func run() throws {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        inet_pton(AF_INET, host, &addr.sin_addr)
+        let sender = try UDPSender()
+        let target = try UDPSender.address(host, port)
         var rng = SystemRandomNumberGenerator()
         var packets: [[UInt8]] = []
         for i in 0..<256 {
@@ -32,26 +30,14 @@ struct FloodCommand: ParsableCommand {
                 p[1] = 0x4B
                 p[2] = 1
                 p[3] = 1
+                // A plausible incarnation (now, in µs, as agents use): junk that claims an
+                // implausible one is refused before any crypto, so this is the costly kind.
+                let incarnation = UInt64(Date().timeIntervalSince1970 * 1e6)
+                for k in 0..<8 { p[20 + k] = UInt8(truncatingIfNeeded: incarnation >> (56 - 8 * k)) }
             }
             packets.append(p)
         }
-        let start = MonotonicClock.read()
-        let end = start + Int64(seconds * 1e9)
-        var sent = 0
-        while true {
-            let now = MonotonicClock.read()
-            if now >= end { break }
-            let due = Int(Double(now - start) * Double(rate) / 1e9)
-            while sent < due {
-                let p = packets[sent & 255]
-                _ = p.withUnsafeBytes { b in
-                    withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, b.baseAddress, b.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-                }
-                sent += 1
-            }
-            usleep(500)
-        }
-        close(fd)
+        let sent = UDPSender.paced(rate: rate, seconds: seconds, napMicros: 500) { n in sender.send(packets[n & 255], to: target) }
         print("sent \(sent) datagrams in \(seconds) s")
     }
 }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LockstepAgent
-import LockstepCore
 import LockstepPlayerProtocol
 import Logging
 import ServiceLifecycle
@@ -40,7 +39,7 @@ struct LockstepDaemon: AsyncParsableCommand {
     var joinCode: String?
 
     @Option(help: "UDP port for peers; 0 picks a free one.")
-    var port: UInt16?
+    var port: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
@@ -51,20 +50,20 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Flag(name: .customLong("no-mdns"), help: "Do not publish or browse with DNS-SD (use --peer).")
     var noMDNS = false
 
-    @Option(name: .customLong("peer-timeout"), help: "Seconds without an answer after which a peer is lost.")
-    var peerTimeout: Double?
+    @Option(name: .customLong("peer-timeout"), help: "Seconds without an answer after which a peer is lost (0.1...3600).")
+    var peerTimeout: String?
 
     @Option(name: .customLong("waiting-reasons"), help: "Suspension reasons that make the group wait instead of playing on, comma-separated (e.g. interstitial,user-action-required). Give every agent the same list.")
     var waitingReasons: String?
 
-    @Option(name: .customLong("wait-timeout"), help: "Seconds a group waits for its participants to be ready before starting anyway.")
-    var waitTimeout: Double?
+    @Option(name: .customLong("wait-timeout"), help: "Seconds a group waits for its participants to be ready before starting anyway (0...3600).")
+    var waitTimeout: String?
 
-    @Option(name: .customLong("sim-clock-offset"), parsing: .unconditional, help: "Test hook: pretend this device's clock is off by SECONDS on the wire.")
-    var simClockOffset: Double?
+    @Option(name: .customLong("sim-clock-offset"), parsing: .unconditional, help: "Test hook: pretend this device's clock is off by SECONDS on the wire (within a day).")
+    var simClockOffset: String?
 
-    @Option(name: .customLong("sim-clock-skew"), parsing: .unconditional, help: "Test hook: pretend this device's clock runs fast by PPM on the wire.")
-    var simClockSkew: Double?
+    @Option(name: .customLong("sim-clock-skew"), parsing: .unconditional, help: "Test hook: pretend this device's clock runs fast by PPM on the wire (within ±1000).")
+    var simClockSkew: String?
 
     @Option(name: .customLong("impair"), help: "Test hook: impair outgoing datagrams, e.g. delay=5ms,jitter=1ms,loss=10%,dup=1%.")
     var impair: String?
@@ -75,19 +74,37 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Option(name: .customLong("impair-to"), help: "Test hook: impairment for one destination address, ADDRESS=SPEC (repeatable).")
     var impairTo: [String] = []
 
-    func run() async throws {
-        let env = ProcessInfo.processInfo.environment
-        func setting(_ flag: String?, _ variable: String) -> String? {
-            flag ?? env["LOCKSTEP_" + variable].flatMap { $0.isEmpty ? nil : $0 }
-        }
-        func fail(_ message: String) -> Never {
-            FileHandle.standardError.write(Data("lockstepd: \(message)\n".utf8))
-            Foundation.exit(1)
-        }
+    /// The options as given, for ``DaemonOptions/configuration(environment:)`` to check.
+    var options: DaemonOptions {
+        var o = DaemonOptions()
+        o.socket = socket
+        o.socketMode = socketMode
+        o.socketGroup = socketGroup
+        o.stateDir = stateDir
+        o.name = name
+        o.group = group
+        o.joinCode = joinCode
+        o.port = port
+        o.logLevel = logLevel
+        o.peers = peers
+        o.noMDNS = noMDNS
+        o.peerTimeout = peerTimeout
+        o.waitingReasons = waitingReasons
+        o.waitTimeout = waitTimeout
+        o.simClockOffset = simClockOffset
+        o.simClockSkew = simClockSkew
+        o.impair = impair
+        o.impairTo = impairTo
+        o.testHooks = testHooks
+        return o
+    }
 
-        let levelText = setting(logLevel, "LOG_LEVEL") ?? "info"
-        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
-            fail("unknown log level '\(levelText)' (trace, debug, info, notice, warning, error, critical)")
+    func run() async throws {
+        let (config, level): (AgentConfiguration, Logger.Level)
+        do {
+            (config, level) = try options.configuration(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.description)
         }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -95,75 +112,21 @@ struct LockstepDaemon: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "lockstepd")
-
-        var config = AgentConfiguration(
-            socketPath: setting(socket, "SOCKET") ?? PlayerProtocol.defaultSocketPath(environment: env.filter { $0.key != "LOCKSTEP_SOCKET" }),
-            stateDirectory: setting(stateDir, "STATE_DIR") ?? StateDirectory.defaultPath())
-        config.logLevel = level
-        config.name = setting(name, "NAME")
-        config.group = setting(group, "GROUP")
-        config.joinCode = setting(joinCode, "JOIN_CODE")
-        if let text = setting(socketMode, "SOCKET_MODE") {
-            guard let mode = UInt32(text, radix: 8), mode <= 0o777 else { fail("--socket-mode must be octal, e.g. 0600 or 0660") }
-            config.socketMode = mode
-        }
-        if let text = setting(socketGroup, "SOCKET_GROUP") {
-            if let gid = UInt32(text) {
-                config.socketGroup = gid
-            } else if let entry = getgrnam(text) {
-                config.socketGroup = entry.pointee.gr_gid
-            } else {
-                fail("--socket-group: no group named '\(text)'")
-            }
-        }
-        if let text = setting(port.map(String.init), "PORT") {
-            guard let p = UInt16(text) else { fail("--port must be 0...65535") }
-            config.udpPort = p
-        }
-        let peerList = peers.isEmpty ? (env["LOCKSTEP_PEER"] ?? "").split(separator: ",").map(String.init) : peers
-        config.staticPeers = peerList.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        config.mdns = !(noMDNS || ["1", "true", "yes"].contains(env["LOCKSTEP_NO_MDNS"]?.lowercased() ?? ""))
-        if let text = setting(peerTimeout.map { String($0) }, "PEER_TIMEOUT") {
-            guard let s = Double(text), s > 0, s < 3600 else { fail("--peer-timeout must be a number of seconds") }
-            config.peerTimeoutNs = Nanos.from(seconds: s)
-        }
-        if let text = setting(waitingReasons, "WAITING_REASONS") {
-            config.waitingReasons = Set(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        }
-        if let text = setting(waitTimeout.map { String($0) }, "WAIT_TIMEOUT") {
-            guard let s = Double(text), s >= 0, s < 3600 else { fail("--wait-timeout must be a number of seconds") }
-            config.waitTimeoutNs = Nanos.from(seconds: s)
-        }
-        let offset = setting(simClockOffset.map { String($0) }, "SIM_CLOCK_OFFSET").flatMap(Double.init) ?? 0
-        let skew = setting(simClockSkew.map { String($0) }, "SIM_CLOCK_SKEW").flatMap(Double.init) ?? 0
-        // Epoch 0: the simulated clock is a fixed function of host time, so a benchmark can compute
-        // the true offset between two agents from their flags alone.
-        config.deviceClock = DeviceClock(offsetNs: Nanos.from(seconds: offset), skewPPM: skew, epochNs: 0)
-        do {
-            if let spec = setting(impair, "IMPAIR") { config.impairments.all = try .init(parsing: spec) }
-            for entry in impairTo {
-                let parts = entry.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2 else { fail("--impair-to takes ADDRESS=SPEC") }
-                config.impairments.perDestination[String(parts[0])] = try .init(parsing: String(parts[1]))
-            }
-        } catch {
-            fail("\(error)")
-        }
-
-        config.testHooks = testHooks || !config.deviceClock.isIdentity || !config.impairments.isNone
         let service = AgentService(configuration: config, logger: logger)
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch let error as SocketLock.Conflict {
-            fail(error.description)
+            throw Failure(error.description)
         } catch let error as StateDirectory.Failure {
-            fail(error.description)
-        } catch let error as ServiceGroupError {
-            fail("\(error)")
-        } catch {
-            fail("\(error)")
+            throw Failure(error.description)
         }
     }
+}
+
+/// A failure to run, said in one line (and exit status 1).
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

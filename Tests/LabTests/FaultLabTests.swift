@@ -41,4 +41,9 @@ struct FaultLabTests {
     func flood() async throws {
         expectAllChecks(try await Faults.flood())
     }
+
+    @Test("a malicious member's crafted messages are refused and counted; no agent restarts; the group stays in step")
+    func maliciousMember() async throws {
+        expectAllChecks(try await Faults.maliciousMember())
+    }
 }

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LockstepCore
 import Logging
 import Testing
@@ -318,7 +323,23 @@ import Testing
 
 // MARK: - Discovery object
 
-@Suite struct DNSSDDiscoveryTests {
+/// Whether an avahi-daemon answers on its socket in this network namespace.
+func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+    }
+}
+
+// The real thread: a regression that keeps a stream open must fail, not hang.
+@Suite(.timeLimit(.minutes(1))) struct DNSSDDiscoveryTests {
     @Test func cutsLongInstanceNamesAtACharacterBoundary() {
         let name = String(repeating: "é", count: 40)  // 80 bytes
         #expect(DNSSDDiscovery.truncated(name) == String(repeating: "é", count: 31))
@@ -333,15 +354,20 @@ import Testing
     }
 
     /// Runs the real thread. Without avahi (the usual test machine) the first event is
-    /// `daemonUnavailable`; with one, `daemonAvailable`. Either way stop() finishes the stream.
+    /// `daemonUnavailable` with a one-line reason; with one, `daemonAvailable`. Either way stop()
+    /// finishes the stream.
     @Test func stopEndsTheThreadAndFinishesTheStream() async throws {
+        let daemon = avahiDaemonAnswers()
         let discovery = DNSSDDiscovery(serviceType: "_lockstep-test._udp", logger: Logger(label: "test"))
         let events = try discovery.start(instanceName: "lockstep test", port: 9, txt: ["id": "test"])
         var iterator = events.makeAsyncIterator()
         let first = await iterator.next()
         switch first {
-        case .daemonUnavailable(let reason)?: #expect(!reason.isEmpty && !reason.contains("\n"))
-        case .daemonAvailable?: break
+        case .daemonUnavailable(let reason)?:
+            #expect(!daemon, "avahi-daemon answers, yet: \(reason)")
+            #expect(!reason.isEmpty && !reason.contains("\n"))
+        case .daemonAvailable?:
+            #expect(daemon)
         default: Issue.record("unexpected first event \(String(describing: first))")
         }
         discovery.stop()

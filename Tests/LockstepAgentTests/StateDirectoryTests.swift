@@ -57,6 +57,46 @@ struct StateDirectoryTests {
         }
     }
 
+    @Test("an incarnation file beyond 2^62, or not a number, is refused with an error naming it, never a trap")
+    func corruptIncarnation() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir)
+            try state.prepare()
+            for text in ["18446744073709551615\n", "4611686018427387905", "soon"] {
+                try text.write(toFile: dir + "/incarnation", atomically: true, encoding: .utf8)
+                #expect { try state.nextIncarnation(wallClockMicros: 5_000) } throws: { ($0 as? StateDirectory.Failure)?.description.contains(dir + "/incarnation") == true }
+            }
+            try String(Limits.counter.upperBound).write(toFile: dir + "/incarnation", atomically: true, encoding: .utf8)
+            #expect { try state.nextIncarnation(wallClockMicros: 5_000) } throws: { ($0 as? StateDirectory.Failure)?.description.contains("largest") == true }
+        }
+    }
+
+    @Test("a group file whose key is not 32 bytes is refused with an error naming the file, never a trap")
+    func corruptGroupFile() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir)
+            try state.prepare()
+            try #"{"name":"home","id":"00112233445566778899aabbccddeeff","key":[1,2,3],"epoch":1}"#.write(toFile: dir + "/groups/home.json", atomically: true, encoding: .utf8)
+            #expect { try state.loadGroup("home") } throws: { ($0 as? StateDirectory.Failure)?.description.contains(dir + "/groups/home.json") == true }
+        }
+    }
+
+    @Test("the key file is created 0600 from the start, and an existing state directory made wider is made private again")
+    func modes() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir + "/state")
+            try FileManager.default.createDirectory(atPath: dir + "/state/groups", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+            let old = umask(0)
+            defer { umask(old) }
+            try state.prepare()
+            try state.saveGroup(GroupIdentity(name: "home", key: .random()))
+            func mode(_ path: String) throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1 }
+            #expect(try mode(dir + "/state") == 0o700)
+            #expect(try mode(dir + "/state/groups") == 0o700)
+            #expect(try mode(dir + "/state/groups/home.json") == 0o600)
+        }
+    }
+
     @Test("with no group configured an agent makes its own, private group and keeps it")
     func defaultGroupIsPrivate() async throws {
         try await withTemporaryDirectory { dir in

@@ -21,4 +21,36 @@ struct ClockCommandTests {
         let table = Clock.render(ClockResult(localTimeNs: 0, hostTimeNs: 0, peers: [Self.peer(stamps: "agent", missed: 3, refused: 0)]))
         #expect(table.contains("agent (3 follow-ups late)"))
     }
+
+    @Test("a delay-step alarm shows beside the source; extreme offsets and ages render without trapping")
+    func alarmAndExtremes() {
+        var p = Self.peer(stamps: "kernel", missed: 0, refused: 0)
+        p.delayStepNs = 5_000_000
+        #expect(Clock.render(ClockResult(localTimeNs: 0, hostTimeNs: 0, peers: [p])).contains("direct (delay step +5.00ms)"))
+        p.offsetNs = 1e300
+        p.errorBoundNs = -.infinity
+        p.hardBoundNs = .nan
+        p.lastSampleAgeNs = .min
+        let table = Clock.render(ClockResult(localTimeNs: 0, hostTimeNs: 0, peers: [p]))
+        #expect(table.contains("-2562047h 47m ago"))
+        #expect(table.contains("2562047h 47m"))
+    }
+}
+
+@Suite("Terminal output")
+struct TerminalTests {
+    @Test("control characters, DEL, C1 controls and bidi overrides from the agent are shown escaped, not obeyed")
+    func escapes() {
+        #expect(Terminal.escaped("living room") == "living room")
+        #expect(Terminal.escaped("\u{1B}]0;owned\u{07}") == "\\u{1B}]0;owned\\u{7}")
+        #expect(Terminal.escaped("a\nb\u{7F}\u{9B}\u{202E}c") == "a\\u{A}b\\u{7F}\\u{9B}\\u{202E}c")
+        #expect(Terminal.escaped("café ✓") == "café ✓")
+    }
+
+    @Test("a table escapes a peer name that carries an escape sequence")
+    func tableCells() {
+        let rendered = Table(headers: ["NAME"], rows: [["\u{1B}[2Jevil"]]).render()
+        #expect(!rendered.unicodeScalars.contains { $0.value == 0x1B })
+        #expect(rendered.contains("\\u{1B}[2Jevil"))
+    }
 }

@@ -81,6 +81,29 @@ struct EnvelopeTests {
         #expect(throws: Envelope.Rejection.staleIncarnation) { try opener.open(late) }
     }
 
+    @Test("an incarnation more than a day ahead of the receiver's wall clock is refused (it would lock its sender out)")
+    func implausibleIncarnation() throws {
+        let wall: UInt64 = 1_795_300_000_000_000
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let forged = EnvelopeSealer(sender: alice, incarnation: wall + EnvelopeOpener.incarnationLeadMicros + 1, key: key)
+        #expect(throws: Envelope.Rejection.implausibleIncarnation) { try opener.open(forged.seal([1]), wallClockMicros: wall) }
+        let honest = EnvelopeSealer(sender: alice, incarnation: wall + 1_000_000, key: key)
+        _ = try opener.open(honest.seal([1]), wallClockMicros: wall)
+    }
+
+    @Test("a lower incarnation is stale while the higher one speaks, and taken once the higher one has been silent 10 s")
+    func lowerIncarnationAfterSilence() throws {
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let high = EnvelopeSealer(sender: alice, incarnation: 1_000, key: key)
+        let real = EnvelopeSealer(sender: alice, incarnation: 10, key: key)
+        _ = try opener.open(high.seal([1]), hostNow: 1_000_000_000)
+        #expect(throws: Envelope.Rejection.staleIncarnation) { try opener.open(real.seal([2]), hostNow: 5_000_000_000) }
+        let (h, _) = try opener.open(real.seal([3]), hostNow: 11_000_000_001)
+        #expect(h.incarnation == 10)
+        // The lower one is now the sender's: its datagrams keep opening.
+        _ = try opener.open(real.seal([4]), hostNow: 11_100_000_000)
+    }
+
     @Test("bad headers are named: not Lockstep, unknown version, too short, from myself")
     func headers() {
         let opener = EnvelopeOpener(me: alice, keys: [key])

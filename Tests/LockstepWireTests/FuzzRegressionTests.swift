@@ -40,10 +40,12 @@ struct FuzzRegressionTests {
     static let flagged: [PeerMessage] = {
         let stamp = Stamp(lamport: 3, origin: PeerID(high: 1, low: 2), incarnation: 1)
         let item = ItemID("file:///film.mkv")!
-        let record = ItemRecord(item: item, timeline: Timeline(phase: .paused, anchorTime: 5, position: 6, rate: 1), action: .pause, stamp: stamp, version: VersionVector())
+        let record = ItemRecord(
+            item: item, timeline: Timeline(phase: .paused, anchorTime: PeerTime(ns: 5), position: MediaPosition(clamping: 6), rate: 1), action: .pause, stamp: stamp,
+            version: VersionVector())
         return [
             .hello(name: "den", wantsReply: true),
-            .itemRecord(record, relay: RelayAnchor(anchorTime: 1, errorBoundNs: 2), wantsAck: true),
+            .itemRecord(record, relay: RelayAnchor(anchorTime: PeerTime(ns: 1), errorBound: .nanoseconds(2)), wantsAck: true),
             .currentRecord(CurrentRecord(item: item, stamp: stamp, version: VersionVector()), wantsAck: true),
             .digest(GroupDigest(current: stamp, items: []), participants: [], wantsReply: true),
         ]

@@ -59,25 +59,34 @@ struct VectorTests {
     static var messages: [(String, PeerMessage)] {
         let stamp = Stamp(lamport: 42, origin: a, incarnation: 1_795_300_000_000_000)
         let version = VersionVector([.init(peer: a, counter: 42), .init(peer: b, counter: 17)])
-        let timeline = Timeline(phase: .playing, anchorTime: 5_000_000_000_000, position: 90_000_000_000, rate: 1.5)
-        let record = ItemRecord(item: film, metadata: ItemMetadata(title: "Night", artworkURL: "https://example.org/night.jpg", durationNs: 5_400_000_000_000), timeline: timeline, action: .seek, reason: nil, stamp: stamp, version: version)
-        let estimate = ClockEstimate(referenceLocal: 4_000_000_000_000, offsetNs: -12_345_678.5, skewPPM: 42.25, errorBoundNs: 3_500, errorGrowthPPM: 0.5, hardBoundNs: 21_000, hardGrowthPPM: 1, delayNs: 42_000, sampleCount: 200, lastSampleLocal: 3_999_900_000_000)
+        let timeline = Timeline(phase: .playing, anchorTime: PeerTime(ns: 5_000_000_000_000), position: MediaPosition(clamping: 90_000_000_000), rate: 1.5)
+        let metadata = ItemMetadata(title: "Night", artworkURL: "https://example.org/night.jpg", duration: .seconds(5_400))
+        let record = ItemRecord(item: film, metadata: metadata, timeline: timeline, action: .seek, reason: nil, stamp: stamp, version: version)
+        let estimate = ReportedEstimate(
+            reference: PeerTime(ns: 4_000_000_000_000), offsetNs: -12_345_678.5, skewPPM: 42.25, errorBoundNs: 3_500, errorGrowthPPM: 0.5,
+            hardBoundNs: 21_000, hardGrowthPPM: 1, delay: .microseconds(42), sampleCount: 200, lastSample: PeerTime(ns: 3_999_900_000_000))
+        let relayed = ItemRecord(
+            item: ItemID("custom:episode-7")!, timeline: Timeline(phase: .paused, anchorTime: PeerTime(ns: -3), position: .zero, rate: 1),
+            action: .start, reason: .ready, stamp: stamp, version: VersionVector())
         return [
-            ("clock request", .clockRequest(exchange: 7, t1: 1_000_000_123)),
-            ("clock reply", .clockReply(exchange: 7, t1: 1_000_000_123, t2: 31_000_050_000, t3: 31_000_060_000)),
-            ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, t1: 1_000_000_123, t3: 31_000_060_417)),
+            ("clock request", .clockRequest(exchange: 7, t1: PeerTime(ns: 1_000_000_123))),
+            ("clock reply", .clockReply(exchange: 7, echo: 1_000_000_123, t2: PeerTime(ns: 31_000_050_000), t3: PeerTime(ns: 31_000_060_000))),
+            ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, echo: 1_000_000_123, t3: PeerTime(ns: 31_000_060_417))),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
             ("item record (from its origin, asking for an ack)", .itemRecord(record, relay: nil, wantsAck: true)),
-            ("item record relayed, with a reason and no metadata", .itemRecord(ItemRecord(item: ItemID("custom:episode-7")!, timeline: Timeline(phase: .paused, anchorTime: -3, position: 0, rate: 1), action: .start, reason: "ready", stamp: stamp, version: VersionVector()), relay: RelayAnchor(anchorTime: 7_000_000_000_000, errorBoundNs: 4_000), wantsAck: false)),
+            (
+                "item record relayed, with a reason and no metadata",
+                .itemRecord(relayed, relay: RelayAnchor(anchorTime: PeerTime(ns: 7_000_000_000_000), errorBound: .microseconds(4)), wantsAck: false)
+            ),
             ("current record", .currentRecord(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), stamp: stamp, version: version), wantsAck: true)),
             ("current record: stopped", .currentRecord(CurrentRecord(item: nil, stamp: stamp, version: version), wantsAck: false)),
             ("ack", .ack(stamp: stamp)),
             ("digest", .digest(GroupDigest(current: stamp, items: [.init(itemHash: film.stableHash, stamp: stamp)]), participants: [ParticipantDigest(peer: b, incarnation: 9, version: 3)], wantsReply: true)),
             ("digest of an empty state", .digest(GroupDigest(current: nil, items: []), participants: [], wantsReply: false)),
             ("participant", .participant(ParticipantRecord(peer: b, incarnation: 9, version: 3, players: [
-                PlayerStatus(playerID: 1, name: "mpv", itemHash: film.stableHash, readiness: .ready, outputLatencyNs: 40_000_000, startLatencyNs: 30_000_000),
-                PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: ["stall-recovery", "interruption"]),
+                PlayerStatus(playerID: 1, name: "mpv", itemHash: film.stableHash, readiness: .ready, outputLatency: .milliseconds(40), startLatency: .milliseconds(30)),
+                PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: [.stallRecovery, .interruption]),
             ]))),
             ("clock report", .clockReport(ClockReport(entries: [.init(peer: b, incarnation: 9, estimate: estimate)]))),
             ("key update", .keyUpdate(epoch: 2, key: Array(0..<32))),
@@ -111,7 +120,7 @@ struct VectorTests {
 
     static func envelopeVectors() -> [EnvelopeVector] {
         let sealer = EnvelopeSealer(sender: a, incarnation: 1_795_300_000_000_000, key: key)
-        return [("first datagram: a clock request", PeerMessage.clockRequest(exchange: 1, t1: 1_000)), ("second datagram: goodbye", .goodbye)].enumerated().map { i, v in
+        return [("first datagram: a clock request", PeerMessage.clockRequest(exchange: 1, t1: PeerTime(ns: 1_000))), ("second datagram: goodbye", .goodbye)].enumerated().map { i, v in
             let plaintext = v.1.encoded()
             return EnvelopeVector(name: v.0, keyHex: hex(key.bytes), epoch: 1, sender: a, incarnation: 1_795_300_000_000_000, sequence: UInt64(i + 1), plaintextHex: hex(plaintext), datagramHex: hex(sealer.seal(plaintext)))
         }

@@ -1,6 +1,4 @@
 import LockstepCore
-import LockstepPlayerProtocol
-import Logging
 
 /// Everything an agent is started with. `lockstepd` fills it from flags and environment
 /// variables; tests build it directly. Every field has a working default.
@@ -18,18 +16,17 @@ public struct AgentConfiguration: Sendable {
     public var joinCode: String?
     /// UDP port for peers; 0 picks a free one.
     public var udpPort: UInt16 = 0
-    public var logLevel: Logger.Level = .info
 
     /// Publish and browse with DNS-SD (avahi).
     public var mdns: Bool = true
     /// Peers to contact without discovery.
     public var staticPeers: [String] = []
     /// A peer that has not answered for this long is lost.
-    public var peerTimeoutNs: Int64 = 3 * Nanos.second
+    public var peerTimeout: TimeSpan = .seconds(3)
     /// Suspension reasons that make the group wait instead of playing on (give every agent the same set).
     public var waitingReasons: Set<String> = []
     /// A group waiting for its participants to be ready starts anyway after this long.
-    public var waitTimeoutNs: Int64 = 8 * Nanos.second
+    public var waitTimeout: TimeSpan = .seconds(8)
 
     /// Test hooks: a simulated device clock on the wire, and impaired outgoing datagrams.
     public var deviceClock: DeviceClock = .identity

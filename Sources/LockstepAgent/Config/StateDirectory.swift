@@ -30,10 +30,15 @@ public struct StateDirectory: Sendable {
         public let description: String
     }
 
-    /// Creates the directory (mode 0700) if needed.
+    /// Creates the directory (mode 0700) if needed, and makes an existing one 0700 (it holds
+    /// the group keys: a directory someone made wider must not stay so).
     public func prepare() throws {
-        try createDirectory(path, mode: 0o700)
-        try createDirectory(path + "/groups", mode: 0o700)
+        for dir in [path, path + "/groups"] {
+            try createDirectory(dir, mode: 0o700)
+            guard chmod(dir, 0o700) == 0 else {
+                throw Failure(description: "cannot make \(dir) private (mode 0700): \(String(cString: strerror(errno)))")
+            }
+        }
     }
 
     /// The stable peer id, created on first use.
@@ -71,10 +76,22 @@ public struct StateDirectory: Sendable {
 
     /// A new incarnation number, larger than every one used before from this directory: the
     /// wall clock in microseconds, or the last one plus one if the wall clock went back.
+    /// A file that does not hold such a number is refused: a number near the end of the range
+    /// would make every later start fail, one past the peers' limit would be refused by them.
     public func nextIncarnation(wallClockMicros: UInt64 = UInt64(max(0, Date().timeIntervalSince1970 * 1e6))) throws -> UInt64 {
         let file = path + "/incarnation"
-        let last = (try? read(file)).flatMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
-        let next = max(wallClockMicros, last + 1)
+        var last: UInt64 = 0
+        if let text = try? read(file) {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let value = UInt64(trimmed), Limits.counter.contains(value) else {
+                throw Failure(description: "\(file) must hold a number within \(Limits.counter.lowerBound)...\(Limits.counter.upperBound), not '\(trimmed.prefix(32))'; remove it (the next start writes a good one)")
+            }
+            last = value
+        }
+        let next = min(max(wallClockMicros, last + 1), Limits.counter.upperBound)
+        guard next > last else {
+            throw Failure(description: "\(file) is at its largest incarnation; remove it, or give this device a new identity (remove peer-id too)")
+        }
         try write(file, String(next) + "\n", mode: 0o644)
         return next
     }
@@ -130,16 +147,34 @@ public struct StateDirectory: Sendable {
         try String(contentsOfFile: file, encoding: .utf8)
     }
 
-    /// Writes atomically (temporary file, then rename) with `mode`.
+    /// Writes atomically and durably: a new temporary file created with `mode` from the start
+    /// (never wider, whatever the umask), its data synced, renamed over `file`, and the directory
+    /// synced so that the rename survives a power cut.
     private func write(_ file: String, _ text: String, mode: mode_t) throws {
         let tmp = file + ".tmp.\(getpid())"
-        guard FileManager.default.createFile(atPath: tmp, contents: Data(text.utf8), attributes: [.posixPermissions: Int(mode)]) else {
-            throw Failure(description: "cannot write \(file): \(String(cString: strerror(errno)))")
+        func failure(_ e: Int32 = errno) -> Failure { Failure(description: "cannot write \(file): \(String(cString: strerror(e)))") }
+        unlink(tmp)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw failure() }
+        // fchmod: the umask narrowed `mode` at creation, never widened it; make it exactly `mode`.
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fchmod(fd, mode) == 0, fsync(fd) == 0 else {
+            let e = errno
+            close(fd)
+            unlink(tmp)
+            throw failure(e)
         }
+        close(fd)
         guard rename(tmp, file) == 0 else {
             let e = errno
             unlink(tmp)
-            throw Failure(description: "cannot write \(file): \(String(cString: strerror(e)))")
+            throw failure(e)
+        }
+        let dir = open((file as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            fsync(dir)
+            close(dir)
         }
     }
 

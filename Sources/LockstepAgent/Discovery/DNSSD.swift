@@ -5,6 +5,7 @@ import Darwin
 #endif
 import CLockstepPosix
 import LockstepCore
+import LockstepPlayerProtocol
 import Logging
 import Synchronization
 
@@ -116,11 +117,15 @@ public final class DNSSDDiscovery: Sendable {
     ///     costs three `DNSServiceRef`s at most, and in avahi's compat layer each ref is a
     ///     thread and a D-Bus connection (the system bus allows 256 per user by default).
     ///   - retryInterval: the wait between attempts to reach avahi.
+    ///   - clock: the time the loop's retries and coalescing are measured on.
+    private let clock: any HostClock
+
     public init(
         serviceType: String = "_lockstep._udp", logger: Logger, maxTrackedServices: Int = 24,
-        retryInterval: Duration = .seconds(2)
+        retryInterval: Duration = .seconds(2), clock: any HostClock = MonotonicClock()
     ) {
         precondition(maxTrackedServices > 0, "maxTrackedServices must be positive")
+        self.clock = clock
         self.serviceType = serviceType
         self.logger = logger
         self.maxTrackedServices = maxTrackedServices
@@ -151,6 +156,7 @@ public final class DNSSDDiscovery: Sendable {
             serviceType: serviceType, instanceName: Self.truncated(instanceName), port: port,
             maxServices: maxTrackedServices, retryInterval: retryInterval)
         let logger = self.logger
+        let clock = self.clock
         control.withLock { control in
             guard case .idle = control else {
                 logger.error("DNS-SD discovery started twice; the second stream is finished at once")
@@ -166,10 +172,10 @@ public final class DNSSDDiscovery: Sendable {
                 control = .stopped
                 return
             }
-            let thread = DNSSDThread.start {
+            let thread = JoinableThread.start {
                 DNSSDEventLoop(
                     configuration: configuration, txt: txtBytes, mailbox: mailbox, continuation: continuation,
-                    logger: logger
+                    logger: logger, clock: clock
                 ).run()
             }
             guard let thread else {
@@ -211,19 +217,12 @@ public final class DNSSDDiscovery: Sendable {
         if pthread_equal(thread, pthread_self()) != 0 {
             pthread_detach(thread)
         } else {
-            pthread_join(thread, nil)
+            JoinableThread.join(thread)
         }
     }
 
     /// `name` cut to at most ``maxInstanceNameBytes`` UTF-8 bytes at a character boundary.
     static func truncated(_ name: String) -> String {
-        var result = ""
-        var bytes = 0
-        for character in name {
-            bytes += character.utf8.count
-            guard bytes <= maxInstanceNameBytes else { break }
-            result.append(character)
-        }
-        return result
+        name.truncated(toUTF8: maxInstanceNameBytes)
     }
 }

@@ -5,95 +5,9 @@ import Darwin
 #endif
 import CDNSSD
 import LockstepCore
+import LockstepPlayerProtocol
 import Logging
 import Synchronization
-import LockstepPlayerProtocol
-
-/// Commands from other threads to the DNS-SD thread, and the pipe that wakes it.
-///
-/// Senders append under the mutex and write one byte to the pipe; the loop polls the pipe's
-/// read end with the `DNSServiceRef` sockets, drains it, then takes all queued commands.
-final class DNSSDMailbox: Sendable {
-    enum Command: Sendable {
-        case updateTXT([UInt8])
-        case stop
-    }
-
-    private struct Inbox {
-        var commands: [Command] = []
-        var closed = false
-    }
-
-    private let inbox = Mutex(Inbox())
-    let readFD: Int32
-    private let writeFD: Int32
-
-    /// Nil if no pipe could be made (out of descriptors); `errno` tells why.
-    init?() {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { return nil }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        readFD = fds[0]
-        writeFD = fds[1]
-    }
-
-    deinit {
-        close(readFD)
-        close(writeFD)
-    }
-
-    /// Queues `command` and wakes the loop. Commands after `.stop` are dropped.
-    func send(_ command: Command) {
-        let accepted = inbox.withLock { inbox in
-            guard !inbox.closed else { return false }
-            inbox.commands.append(command)
-            if case .stop = command { inbox.closed = true }
-            return true
-        }
-        guard accepted else { return }
-        var byte: UInt8 = 1
-        // A full pipe (EAGAIN) already guarantees a wake-up.
-        _ = write(writeFD, &byte, 1)
-    }
-
-    /// Empties the pipe and returns the queued commands (called by the loop).
-    func take() -> [Command] {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
-        return inbox.withLock { inbox in
-            defer { inbox.commands.removeAll() }
-            return inbox.commands
-        }
-    }
-}
-
-/// Starts a detached-until-joined POSIX thread running `body`.
-enum DNSSDThread {
-    private final class Body {
-        let run: () -> Void
-        init(_ run: @escaping () -> Void) { self.run = run }
-    }
-
-    static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
-        let box = Unmanaged.passRetained(Body(body)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(
-            &thread, nil,
-            { context in
-                let body = Unmanaged<Body>.fromOpaque(context!).takeRetainedValue()
-                body.run()
-                return nil
-            }, box)
-        guard rc == 0 else {
-            Unmanaged<Body>.fromOpaque(box).release()
-            return nil
-        }
-        return thread
-    }
-}
 
 /// The DNS-SD thread: owns every `DNSServiceRef`, `poll()`s their sockets and the mailbox pipe,
 /// runs their callbacks, feeds results to a ``DNSSDTracker`` and carries out its directives.
@@ -123,6 +37,7 @@ final class DNSSDEventLoop {
     private let mailbox: DNSSDMailbox
     private let continuation: AsyncStream<DiscoveryEvent>.Continuation
     private let logger: Logger
+    private let clock: any HostClock
 
     private var tracker: DNSSDTracker
     private var registration: DNSSDServiceRef?
@@ -142,8 +57,9 @@ final class DNSSDEventLoop {
 
     init(
         configuration: Configuration, txt: [UInt8], mailbox: DNSSDMailbox,
-        continuation: AsyncStream<DiscoveryEvent>.Continuation, logger: Logger
+        continuation: AsyncStream<DiscoveryEvent>.Continuation, logger: Logger, clock: any HostClock
     ) {
+        self.clock = clock
         self.configuration = configuration
         self.txt = txt
         self.mailbox = mailbox
@@ -184,7 +100,7 @@ final class DNSSDEventLoop {
                 lostReason = nil
                 lose(reason: reason)
             }
-            let now = MonotonicClock.read()
+            let now = clock.now()
             if let flushAt, now >= flushAt {
                 self.flushAt = nil
                 pending += tracker.flush()
@@ -215,7 +131,7 @@ final class DNSSDEventLoop {
     private func pollTimeout() -> Int32 {
         let deadlines = [availability != .available ? retryAt : nil, flushAt].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
-        let left = deadline - MonotonicClock.read()
+        let left = deadline - clock.now()
         // Round up, so an action is never early (which would mean a zero-timeout spin).
         return left <= 0 ? 0 : Int32(clamping: (left + 999_999) / 1_000_000)
     }
@@ -258,7 +174,7 @@ final class DNSSDEventLoop {
         do {
             registration = try makeRegistration()
         } catch {
-            unavailable(reason: Self.diagnose(operation: "DNSServiceRegister", error: error))
+            unavailable(reason: DNSSDDiagnosis.diagnose(operation: "DNSServiceRegister", error: error))
             return
         }
         do {
@@ -267,7 +183,7 @@ final class DNSSDEventLoop {
             }
         } catch {
             tearDown()
-            unavailable(reason: Self.diagnose(operation: "DNSServiceBrowse", error: error))
+            unavailable(reason: DNSSDDiagnosis.diagnose(operation: "DNSServiceBrowse", error: error))
             return
         }
         availability = .available
@@ -288,7 +204,7 @@ final class DNSSDEventLoop {
     }
 
     private func unavailable(reason: String) {
-        retryAt = MonotonicClock.read() + Self.nanoseconds(configuration.retryInterval)
+        retryAt = clock.now() + Self.nanoseconds(configuration.retryInterval)
         if availability == .unavailable {
             logger.debug("DNS-SD still unavailable", metadata: ["dnssd.reason": "\(reason)"])
             return
@@ -432,39 +348,5 @@ final class DNSSDEventLoop {
         default:
             break
         }
-    }
-
-    // MARK: Diagnosis
-
-    /// A one-line reason for a failed connection: avahi maps "no D-Bus" and "no daemon" to the
-    /// same kDNSServiceErr_Unknown, so look at the system bus socket and avahi's pid file.
-    static func diagnose(operation: String, error: DNSSDError) -> String {
-        let detail = "(\(operation): \(error))"
-        let bus = systemBusSocketPath()
-        if access(bus, F_OK) != 0 { return "no D-Bus system bus (\(bus) missing) \(detail)" }
-        guard let pid = avahiPID() else { return "avahi-daemon is not running \(detail)" }
-        return "avahi-daemon (pid \(pid)) is not answering on D-Bus \(detail)"
-    }
-
-    private static func systemBusSocketPath() -> String {
-        if let value = getenv("DBUS_SYSTEM_BUS_ADDRESS").map({ String(cString: $0) }),
-            let range = value.firstRange(of: "unix:path=")
-        {
-            return String(value[range.upperBound...].prefix { $0 != "," && $0 != ";" })
-        }
-        return "/run/dbus/system_bus_socket"
-    }
-
-    /// The PID in avahi's pid file if that process exists.
-    private static func avahiPID() -> Int32? {
-        let fd = open("/run/avahi-daemon/pid", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        let text = String(decoding: buffer[..<count], as: UTF8.self).prefix { $0.isNumber }
-        guard let pid = Int32(text), pid > 0 else { return nil }
-        return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
     }
 }

@@ -1,6 +1,5 @@
 import LockstepCore
 import Synchronization
-import LockstepPlayerProtocol
 
 /// The agent's device clock, shared by the agent and its transport, changeable at run time by
 /// the `sim_clock` test hook (to make a peer's clock jump or drift mid-run). In production it is
@@ -18,11 +17,10 @@ public final class DeviceClockSource: Sendable {
     /// (unchanged if nil):
     ///
     ///     new(h) = old(h₀) + jump + (h − h₀)(1 + skew·10⁻⁶)
-    public func change(jumpNs: Int64, skewPPM: Double?) {
+    public func change(jumpNs: Int64, skewPPM: Double?, atHost h0: Int64) {
         value.withLock { c in
-            let h0 = MonotonicClock.read()
             let d0 = c.device(fromHost: h0)
-            c = DeviceClock(offsetNs: d0 - h0 + jumpNs, skewPPM: skewPPM ?? c.skewPPM, epochNs: h0)
+            c = DeviceClock(offsetNs: d0.ns.subtractingSaturating(h0).addingSaturating(jumpNs), skewPPM: skewPPM ?? c.skewPPM, epochNs: h0)
         }
     }
 }

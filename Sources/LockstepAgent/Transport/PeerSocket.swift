@@ -35,7 +35,7 @@ public final class PeerSocket: Sendable {
     private let wake: (read: Int32, write: Int32)
     private let running = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
-    private let finished = Mutex<Bool>(false)
+    private let thread = Mutex<pthread_t?>(nil)
     private let txTimestamps: Atomic<Bool>
 
     /// Binds `[::]:port` (IPv4 too), or `0.0.0.0:port` where IPv6 is unavailable. Port 0 picks one.
@@ -110,13 +110,10 @@ public final class PeerSocket: Sendable {
         onKernelDrops: @escaping @Sendable (_ more: UInt64) -> Void = { _ in }
     ) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in
+        let started = JoinableThread.start { [self] in
             self.receiveLoop(onDatagram, onTransmitted, onKernelDrops)
-            self.finished.withLock { $0 = true }
         }
-        thread.name = "lockstep-udp-rx"
-        thread.qualityOfService = .userInteractive
-        thread.start()
+        thread.withLock { $0 = started }
     }
 
     /// Stops the receive thread (returns once it has stopped).
@@ -124,7 +121,8 @@ public final class PeerSocket: Sendable {
         guard running.load(ordering: .acquiring), !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var b: UInt8 = 1
         _ = write(wake.write, &b, 1)
-        while !finished.withLock({ $0 }) { usleep(1000) }
+        // Woken by the pipe, the loop ends within one poll; join it (no polling here).
+        if let t = thread.withLock({ $0 }) { JoinableThread.join(t) }
     }
 
     /// True while sends can ask for kernel transmit timestamps (Linux 6.13 or later: software

@@ -9,8 +9,10 @@ import Synchronization
 /// last moment, applies test impairments, and counts (and logs, rate-limited) everything it drops.
 ///
 /// Runs on the socket's receive thread: a datagram that fails any check never reaches the
-/// agent's core. Times handed in and out are on the agent's *device clock* (``DeviceClock``),
-/// which is the host's monotonic clock unless a test simulates another.
+/// agent's core. Times handed in and out are on the agent's *device clock* (``DeviceClock``, the
+/// core's ``LocalTime``), which is the host's monotonic clock unless a test simulates another.
+/// Send stamps are read from the injected ``HostClock`` (the real monotonic clock in production:
+/// a clock exchange measures real time); kernel receive and transmit times are the kernel's.
 public final class PeerTransport: Sendable {
     /// An authenticated, decoded datagram.
     public struct Inbound: Sendable {
@@ -21,14 +23,14 @@ public final class PeerTransport: Sendable {
         public var message: PeerMessage
         public var source: Endpoint
         /// Kernel receive time on the device clock.
-        public var receivedAt: Int64
+        public var receivedAt: LocalTime
     }
 
     /// A clock request or reply, as sent, and when the kernel says it left (device clock).
     public struct Transmitted: Sendable {
         public var message: PeerMessage
         public var destination: Endpoint
-        public var sentAt: Int64
+        public var sentAt: LocalTime
     }
 
     /// What the transport hands the agent, in the order it happened.
@@ -41,6 +43,7 @@ public final class PeerTransport: Sendable {
     public let sealer: EnvelopeSealer
     public let opener: EnvelopeOpener
     public let clock: DeviceClockSource
+    let hostClock: any HostClock
     let impairments: ImpairmentPlan
     let logger: Logger
     private let delayLine: DelayLine?
@@ -56,18 +59,29 @@ public final class PeerTransport: Sendable {
     /// Inbound datagrams waiting for the agent at most; more are dropped and counted.
     public static let inboundCapacity = 4096
 
-    public init(socket: PeerSocket, sealer: EnvelopeSealer, opener: EnvelopeOpener, clock: DeviceClockSource, impairments: ImpairmentPlan, logger: Logger) {
+    public init(
+        socket: PeerSocket, sealer: EnvelopeSealer, opener: EnvelopeOpener, clock: DeviceClockSource, hostClock: any HostClock = MonotonicClock(),
+        impairments: ImpairmentPlan, logger: Logger
+    ) {
         self.socket = socket
         self.sealer = sealer
         self.opener = opener
         self.clock = clock
+        self.hostClock = hostClock
         self.impairments = impairments
         self.logger = logger
         self.delayLine = impairments.isNone ? nil : DelayLine(send: { [socket] bytes, to in socket.send(bytes, to: to) })
     }
 
+    /// The wall clock in µs (incarnations are the sender's wall clock at its start).
+    static func wallClockMicros() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(max(0, ts.tv_sec)) &* 1_000_000 &+ UInt64(max(0, ts.tv_nsec / 1_000))
+    }
+
     /// The device clock now.
-    public func now() -> Int64 { clock.current.device(fromHost: MonotonicClock.read()) }
+    public func now() -> LocalTime { clock.current.device(fromHost: hostClock.now()) }
 
     /// Starts receiving; authenticated datagrams and transmit times arrive on the returned stream.
     public func start() -> AsyncStream<Event> {
@@ -75,11 +89,11 @@ public final class PeerTransport: Sendable {
         socket.start(onDatagram: { [self] datagram in
             let opened: (header: Envelope.Header, plaintext: [UInt8])
             do throws(Envelope.Rejection) {
-                opened = try opener.open(datagram.bytes)
+                opened = try opener.open(datagram.bytes, hostNow: datagram.receivedAt, wallClockMicros: Self.wallClockMicros())
             } catch {
                 // Our own sender id: a path back to ourselves (a static peer naming this agent), or
                 // junk forged with our id; counted, not worth a warning.
-                if error == .fromSelf { count("dropped_from_self") } else { drop(error.counterName, "dropped a datagram: \(error)", from: datagram.source) }
+                if error == .fromSelf { count("dropped_from_self") } else { drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source) }
                 return
             }
             let message: PeerMessage
@@ -87,9 +101,9 @@ public final class PeerTransport: Sendable {
                 message = try PeerMessage.decode(opened.plaintext)
             } catch {
                 if case .outOfRange = error {
-                    drop("out_of_range", "dropped a message with a number out of range: \(error)", from: datagram.source)
+                    drop("out_of_range", "dropped a message with a number out of range", detail: "\(error)", from: datagram.source)
                 } else {
-                    drop("malformed", "dropped a malformed message: \(error)", from: datagram.source)
+                    drop("malformed", "dropped a malformed message", detail: "\(error)", from: datagram.source)
                 }
                 return
             }
@@ -113,28 +127,35 @@ public final class PeerTransport: Sendable {
         delayLine?.stop()
     }
 
-    /// Sends `message` to `endpoint`. Clock exchanges get their send timestamp (t1 or t3) here,
-    /// as late as possible before the datagram leaves, and ask the kernel for the real one
-    /// (reported later as ``Event/transmitted(_:)``) unless an impairment delays them: a datagram
-    /// held back by the delay line leaves late on purpose, its simulated flight time must count.
+    /// Sends a clock request, stamping its `t1` here, as late as possible before the datagram
+    /// leaves; returns the `t1` it carries (nil if it was not sent). See ``send(_:to:sealingWith:)``.
+    @discardableResult
+    public func sendClockRequest(exchange: UInt32, to endpoint: Endpoint) -> LocalTime? {
+        let t1 = now()
+        return send(.clockRequest(exchange: exchange, t1: PeerTime(ours: t1)), to: endpoint, transmitTime: exchange != 0) ? t1 : nil
+    }
+
+    /// Sends a clock reply, stamping its `t3` here, as late as possible before the datagram leaves.
+    public func sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to endpoint: Endpoint) {
+        let message = PeerMessage.clockReply(exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: now()))
+        send(message, to: endpoint, transmitTime: exchange != 0)
+    }
+
+    /// Sends `message` to `endpoint`, sealed under `key` (default: the sealer's current key).
     public func send(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey? = nil) {
-        var message = message
-        var wantsTransmitTime = false
-        switch message {
-        case .clockRequest(let exchange, _):
-            message = .clockRequest(exchange: exchange, t1: now())
-            wantsTransmitTime = exchange != 0
-        case .clockReply(let exchange, let t1, let t2, _):
-            message = .clockReply(exchange: exchange, t1: t1, t2: t2, t3: now())
-            wantsTransmitTime = exchange != 0
-        default:
-            break
-        }
+        send(message, to: endpoint, sealingWith: key, transmitTime: false)
+    }
+
+    /// Clock exchanges ask the kernel when they really left (reported later as
+    /// ``Event/transmitted(_:)``) unless an impairment delays them: a datagram held back by the
+    /// delay line leaves late on purpose, its simulated flight time must count.
+    @discardableResult
+    private func send(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey? = nil, transmitTime wantsTransmitTime: Bool) -> Bool {
         let plaintext = message.encoded()
         guard plaintext.count <= Envelope.maxPlaintextBytes else {
             count("too_large_to_send")
             logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(MessageType(message))", "message.bytes": "\(plaintext.count)"])
-            return
+            return false
         }
         let datagram = sealer.seal(plaintext, with: key)
         count("sent")
@@ -142,15 +163,19 @@ public final class PeerTransport: Sendable {
         let timestampKey = wantsTransmitTime && spec.delayNs == 0 && spec.jitterNs == 0 && socket.transmitTimestamps
             ? awaitTransmit(message, to: endpoint) : nil
         guard let delayLine else {
-            if !socket.send(datagram, to: endpoint, timestampKey: timestampKey) { count("send_failed") }
-            return
+            if !socket.send(datagram, to: endpoint, timestampKey: timestampKey) {
+                count("send_failed")
+                return false
+            }
+            return true
         }
         impaired(datagram, to: endpoint, spec: spec, timestampKey: timestampKey, via: delayLine)
+        return true
     }
 
     /// Remembers a clock message until its transmit time comes; returns its timestamp key.
     private func awaitTransmit(_ message: PeerMessage, to endpoint: Endpoint) -> UInt32 {
-        let now = MonotonicClock.read()
+        let now = hostClock.now()
         return awaitingTransmit.withLock { state in
             if state.sent.count >= Self.maxAwaitingTransmit {
                 // Times that never came (a failed send): forget the oldest half.
@@ -178,7 +203,7 @@ public final class PeerTransport: Sendable {
             return
         }
         if copies > 1 { count("impaired_duplicated") }
-        let now = MonotonicClock.read()
+        let now = hostClock.now()
         for d in delays {
             if d <= 0 {
                 socket.send(datagram, to: endpoint, timestampKey: timestampKey)
@@ -197,19 +222,21 @@ public final class PeerTransport: Sendable {
         counters.withLock { $0[key, default: 0] += n }
     }
 
-    /// Counts `count` drops and logs one line per reason at most every 10 s, with the total.
-    private func drop(_ key: String, _ message: String, from source: Endpoint? = nil, count n: UInt64 = 1) {
+    /// Counts `count` drops and logs one line per reason at most every 10 s, with the total;
+    /// what exactly was wrong goes in the metadata (`drop.detail`).
+    func drop(_ key: String, _ message: Logger.Message, detail: String? = nil, from source: Endpoint? = nil, count n: UInt64 = 1) {
         count("dropped_" + key, n)
-        let now = MonotonicClock.read()
+        let now = hostClock.now()
         let due = lastWarning.withLock { last -> Bool in
             if let t = last[key], now - t < 10 * Nanos.second { return false }
             last[key] = now
             return true
         }
         if due {
-            var metadata: Logger.Metadata = ["dropped.total": "\(snapshot["dropped_" + key] ?? 0)"]
+            var metadata: Logger.Metadata = ["drop.reason": "\(key)", "dropped.total": "\(snapshot["dropped_" + key] ?? 0)"]
+            if let detail { metadata["drop.detail"] = "\(detail)" }
             if let source { metadata["peer.source"] = "\(source)" }
-            logger.warning("\(message)", metadata: metadata)
+            logger.warning(message, metadata: metadata)
         }
     }
 }

@@ -1,4 +1,5 @@
-/// A simulated device clock: the agent's own clock as its peers see it.
+/// A simulated device clock: the agent's own clock (its ``LocalTime``) as a line over a reference
+/// timescale: the host's `CLOCK_MONOTONIC` in the agent, the true time in simulations.
 ///
 /// In the lab every namespace reads the same `CLOCK_MONOTONIC`, so true offsets are zero. To test
 /// clock estimation against a known truth, an agent can pretend its clock runs at
@@ -27,21 +28,21 @@ public struct DeviceClock: Sendable, Equatable {
 
     public var isIdentity: Bool { offsetNs == 0 && skewPPM == 0 }
 
-    /// Device time at host time `host`.
+    /// Device time at host time `host` (ns on the reference timescale).
     @inline(__always)
-    public func device(fromHost host: Int64) -> Int64 {
-        if skewPPM == 0 { return host &+ offsetNs }
-        let drift = Double(host &- epochNs) * skewPPM * 1e-6
-        return host &+ offsetNs &+ Int64(drift.rounded())
+    public func device(fromHost host: Int64) -> LocalTime {
+        if skewPPM == 0 { return LocalTime(ns: host.addingSaturating(offsetNs)) }
+        let drift = Double(host.subtractingSaturating(epochNs)) * skewPPM * 1e-6
+        return LocalTime(ns: host.addingSaturating(offsetNs).addingSaturating(Int64(saturating: drift.rounded())))
     }
 
     /// Host time at device time `device`: the inverse of ``device(fromHost:)`` (to the nanosecond).
     @inline(__always)
-    public func host(fromDevice device: Int64) -> Int64 {
-        if skewPPM == 0 { return device &- offsetNs }
+    public func host(fromDevice device: LocalTime) -> Int64 {
+        if skewPPM == 0 { return device.ns.subtractingSaturating(offsetNs) }
         // device − offset − epoch = (h − epoch)(1 + s)
         let k = 1 + skewPPM * 1e-6
-        let since = Double(device &- offsetNs &- epochNs) / k
-        return epochNs &+ Int64(since.rounded())
+        let since = Double(device.ns.subtractingSaturating(offsetNs).subtractingSaturating(epochNs)) / k
+        return epochNs.addingSaturating(Int64(saturating: since.rounded()))
     }
 }

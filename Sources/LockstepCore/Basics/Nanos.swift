@@ -4,10 +4,10 @@ public enum Nanos {
     public static let millisecond: Int64 = 1_000_000
     public static let second: Int64 = 1_000_000_000
 
-    /// Nanoseconds from seconds, rounded to the nearest nanosecond.
+    /// Nanoseconds from seconds, rounded to the nearest nanosecond (saturating; NaN is 0).
     @inline(__always)
     public static func from(seconds: Double) -> Int64 {
-        Int64((seconds * 1e9).rounded())
+        Int64(saturating: (seconds * 1e9).rounded())
     }
 
     /// Seconds from nanoseconds.

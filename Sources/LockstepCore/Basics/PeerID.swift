@@ -54,7 +54,7 @@ public struct PeerID: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     public var hex: String {
-        PeerID.hex(high) + PeerID.hex(low)
+        PeerID.hexDigits(high) + PeerID.hexDigits(low)
     }
 
     /// The first 8 hex digits, for tables and logs.
@@ -66,7 +66,8 @@ public struct PeerID: Hashable, Comparable, Sendable, CustomStringConvertible {
         (a.high, a.low) < (b.high, b.low)
     }
 
-    private static func hex(_ v: UInt64) -> String {
+    /// `v` as 16 lowercase hex digits.
+    public static func hexDigits(_ v: UInt64) -> String {
         let s = String(v, radix: 16)
         return String(repeating: "0", count: 16 - s.count) + s
     }

@@ -5,7 +5,7 @@ extension ClockEstimator {
         public var capacity: Int
         /// Samples older than this (relative to the newest) leave the window. Longer windows
         /// average more but trust the skew to stay constant for longer.
-        public var maxSampleAgeNs: Int64
+        public var maxSampleAge: TimeSpan
         /// Scale of offset noise that no delay shows (timestamp resolution), in ns.
         public var noiseFloorNs: Double
         /// `z`: the statistical bound is this many scales (see the type's documentation).
@@ -25,8 +25,8 @@ extension ClockEstimator {
         public var skewPriorPPM: Double
         /// A sample whose delay excess exceeds this multiple of the window's mean excess is not kept…
         public var delayGateFactor: Double
-        /// …unless its excess is below this, in nanoseconds.
-        public var minDelayGateNs: Int64
+        /// …unless its excess is below this.
+        public var minDelayGate: TimeSpan
         /// After this many delay rejections in a row, the gate opens (the path has changed).
         public var maxConsecutiveDelayRejections: Int
         /// This many slow samples in a row (see ``delayStepFactor``) are a delay step: an alarm,
@@ -35,12 +35,12 @@ extension ClockEstimator {
         /// bar (the chance that the old path's samples all clear it falls as its power).
         public var delayStepSamples: Int
         /// A sample whose excess over the window's minimum delay exceeds this multiple of the
-        /// mean excess (and ``minDelayGateNs``) is slow, whether or not the gate lets it in.
+        /// mean excess (and ``minDelayGate``) is slow, whether or not the gate lets it in.
         public var delayStepFactor: Double
         /// A sample whose round trip exceeds this is never kept, however many come (chrony's
         /// `maxdelay`). The default is the exchange timeout (``ExchangeScheduler``): a slower
         /// reply is lost anyway.
-        public var maxDelayNs: Int64
+        public var maxDelay: TimeSpan
         /// How far outside the hard bound a sample must fall to count as a clock step, in ns.
         public var stepThresholdNs: Double
         /// How many agreeing outliers in a row make a clock step.
@@ -49,7 +49,7 @@ extension ClockEstimator {
         /// The defaults are the figures the simulations (`Tests/…/Clock`) were calibrated with.
         public init(
             capacity: Int = 512,
-            maxSampleAgeNs: Int64 = 60 * Nanos.second,
+            maxSampleAge: TimeSpan = .seconds(60),
             noiseFloorNs: Double = 10,
             boundSigmas: Double = 4.5,
             edgeGrowth: Double = 2,
@@ -58,17 +58,17 @@ extension ClockEstimator {
             maxSkewPPM: Double = 1000,
             skewPriorPPM: Double = 300,
             delayGateFactor: Double = 8,
-            minDelayGateNs: Int64 = 50 * Nanos.microsecond,
+            minDelayGate: TimeSpan = .microseconds(50),
             maxConsecutiveDelayRejections: Int = 8,
             delayStepSamples: Int = 32,
             delayStepFactor: Double = 1,
-            maxDelayNs: Int64 = 1 * Nanos.second,
+            maxDelay: TimeSpan = .seconds(1),
             stepThresholdNs: Double = 100_000,
             stepConfirmations: Int = 3
         ) {
             precondition(capacity >= 4 && stepConfirmations >= 1 && minStatisticalSamples >= 3 && delayStepSamples >= 1)
             self.capacity = capacity
-            self.maxSampleAgeNs = maxSampleAgeNs
+            self.maxSampleAge = maxSampleAge
             self.noiseFloorNs = noiseFloorNs
             self.boundSigmas = boundSigmas
             self.edgeGrowth = edgeGrowth
@@ -77,11 +77,11 @@ extension ClockEstimator {
             self.maxSkewPPM = maxSkewPPM
             self.skewPriorPPM = skewPriorPPM
             self.delayGateFactor = delayGateFactor
-            self.minDelayGateNs = minDelayGateNs
+            self.minDelayGate = minDelayGate
             self.maxConsecutiveDelayRejections = maxConsecutiveDelayRejections
             self.delayStepSamples = delayStepSamples
             self.delayStepFactor = delayStepFactor
-            self.maxDelayNs = maxDelayNs
+            self.maxDelay = maxDelay
             self.stepThresholdNs = stepThresholdNs
             self.stepConfirmations = stepConfirmations
         }

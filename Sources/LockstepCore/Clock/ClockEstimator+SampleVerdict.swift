@@ -10,7 +10,7 @@ extension ClockEstimator {
         /// Inconsistent with the estimate beyond any path asymmetry; held as evidence of a step.
         case rejectedOutlier(residualNs: Double)
         /// The peer's clock jumped by about `byNs`: the window was restarted from the new samples.
-        /// The caller should speed exchanges up again (``ExchangeScheduler/restartBurst(atLocal:)``).
+        /// The caller should speed exchanges up again (``ExchangeScheduler/restartBurst(at:)``).
         case clockStepped(byNs: Double)
     }
 }

@@ -1,14 +1,14 @@
 /// Estimates one peer's clock (offset and skew) from a window of four-timestamp exchanges.
 ///
 /// One instance per peer, a value type: feed it samples with ``onSample(_:)``, ask it with
-/// ``estimate(atLocal:)``. It does no I/O and reads no clock; every time is an argument.
+/// ``estimate(at:)``. It does no I/O and reads no clock; every time is an argument.
 ///
 /// It is chrony's pipeline in stages, each in a type of its own (`Clock/Estimator/`):
 ///
 /// 1. `SampleGate` judges each sample: impossible timestamps, outliers that cannot come from
 ///    this clock (and, confirmed, a clock step), samples delayed far beyond the others.
 /// 2. `SampleWindow` keeps the last ``Configuration/capacity`` samples, none older than
-///    ``Configuration/maxSampleAgeNs``.
+///    ``Configuration/maxSampleAge``.
 /// 3. `EnvelopeFit` fits a line *under* each direction's points (minimum delay per direction,
 ///    as NTP's clock filter and chrony's `sourcestats.c` trust the least-delayed samples) with a
 ///    shared skew, and the scales of its errors: the offset's `σ₀` where the envelopes rest, the
@@ -32,11 +32,11 @@
 /// (`DelayStep`): the window restarts from the slower path, the statistical bound is widened by
 /// up to `R/2` (less once comparing the fits before and after shows the rise shared by both
 /// directions) until the path is back, and the estimate says so in
-/// ``ClockEstimate/delayStepNs``. Round trips above ``Configuration/maxDelayNs`` are never used.
+/// ``ClockEstimate/delayStep``. Round trips above ``Configuration/maxDelay`` are never used.
 ///
 /// Cost: `onSample` is `O(n)` with `n` ≤ capacity (a sort of nearly sorted data, six hull passes,
 /// a selection and a few scans: 65–80 µs at n = 512 in release, `tools/bench estimator`) and
-/// allocates nothing after `init`; ``estimate(atLocal:)`` is `O(1)`.
+/// allocates nothing after `init`; ``estimate(at:)`` is `O(1)`.
 ///
 /// The simulations these figures come from are in `Tests/LockstepCoreTests/Clock/` (numbered
 /// scenarios, as chrony's `test/simulation`).
@@ -57,7 +57,7 @@ public struct ClockEstimator: Sendable {
     /// An estimator with an empty window.
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        self.window = SampleWindow(capacity: configuration.capacity, maxAgeNs: configuration.maxSampleAgeNs)
+        self.window = SampleWindow(capacity: configuration.capacity, maxAgeNs: configuration.maxSampleAge.ns)
         self.gate = SampleGate(configuration: configuration)
         self.sorted = []
         self.sorted.reserveCapacity(configuration.capacity)
@@ -99,9 +99,10 @@ public struct ClockEstimator: Sendable {
     // MARK: - Output
 
     /// The estimate at local time `now`, or nil before the first usable sample.
-    public func estimate(atLocal now: Int64) -> ClockEstimate? {
+    public func estimate(at time: LocalTime) -> ClockEstimate? {
         guard let fit else { return nil }
-        let x = Double(now &- fit.reference)
+        let now = time.ns
+        let x = Double(now.subtractingSaturating(fit.reference))
         let wander = configuration.wanderPPM * 1e-6
         let hard = fit.hardBound(atLocal: now, wander: wander)
         let hardGrowth = (fit.hardSlopeError + wander) * 1e6
@@ -121,17 +122,17 @@ public struct ClockEstimator: Sendable {
             }
         }
         return ClockEstimate(
-            referenceLocal: now,
+            reference: time,
             offsetNs: fit.offset(atLocal: now),
             skewPPM: fit.slope * 1e6,
             errorBoundNs: bound,
             errorGrowthPPM: growth,
             hardBoundNs: hard,
             hardGrowthPPM: hardGrowth,
-            delayNs: fit.minDelay,
+            delay: .nanoseconds(fit.minDelay),
             sampleCount: fit.count,
-            lastSampleLocal: fit.reference,
-            delayStepNs: step.map { $0.explained ? 0 : $0.riseNs } ?? 0
+            lastSample: LocalTime(ns: fit.reference),
+            delayStep: .nanoseconds(step.map { $0.explained ? 0 : $0.riseNs } ?? 0)
         )
     }
 

@@ -1,23 +1,25 @@
 /// Decides when to send the next clock exchange to one peer, and which exchanges are lost.
 ///
-/// One instance per peer, a value type; time is an argument. The shell asks ``nextWakeup(estimate:)``,
-/// sleeps until then, calls ``expire(atLocal:)`` to learn which requests are lost, and sends a
-/// request when ``shouldSend(atLocal:estimate:)`` says so, telling the scheduler with
-/// ``onSent(exchangeID:atLocal:)``. Replies go through ``onReply(exchangeID:atLocal:)``, which
-/// matches them to their request (so a stray or duplicated reply is not mistaken for a sample).
+/// One instance per peer, a value type; time is an argument. Its owner asks
+/// ``nextWakeup(at:estimate:)``, calls ``expire(at:)`` then to learn which requests are lost, and
+/// sends a request when ``shouldSend(at:estimate:)`` says so, telling the scheduler with
+/// ``onSent(exchangeID:at:)`` and then the exact send time the request carried
+/// (``onStamped(exchangeID:t1:)``). Replies go through ``onReply(exchangeID:echoedT1:at:)``, which
+/// matches them to their request by exchange id *and* echoed `t1` (RFC 5905's origin check), so a
+/// stray, duplicated, replayed or forged reply is not mistaken for a sample.
 ///
 /// Rate:
-/// - **Burst** for ``Configuration/burstDurationNs`` after a peer appears (or restarts, or its clock
-///   steps): one exchange every ``Configuration/burstIntervalNs``, so that an estimate is usable
+/// - **Burst** for ``Configuration/burstDuration`` after a peer appears (or restarts, or its clock
+///   steps): one exchange every ``Configuration/burstInterval``, so that an estimate is usable
 ///   after a few round trips and the skew is known within a second or two.
-/// - **Steady** afterwards: an interval between ``Configuration/minIntervalNs`` and
-///   ``Configuration/maxIntervalNs``. It shortens as the statistical bound half an interval ahead
+/// - **Steady** afterwards: an interval between ``Configuration/minInterval`` and
+///   ``Configuration/maxInterval``. It shortens as the statistical bound half an interval ahead
 ///   exceeds ``Configuration/targetBoundNs`` (a wide bound means jitter, a fast-growing one an
 ///   uncertain skew), and by `1 + lossFactor × recent loss rate` (up to the last 32 exchanges).
 ///
-/// An outlier (a possible clock step) asks for a quick second look: ``onVerdict(_:atLocal:)``.
+/// An outlier (a possible clock step) asks for a quick second look: ``onVerdict(_:at:)``.
 ///
-/// Loss: a request with no reply after ``Configuration/exchangeTimeoutNs`` is lost. Requests never
+/// Loss: a request with no reply after ``Configuration/exchangeTimeout`` is lost. Requests never
 /// wait for each other, and at most ``Configuration/maxOutstanding`` are remembered (sending one
 /// more forgets the oldest, which counts as lost). A reply to a forgotten request is `.unknown`.
 ///
@@ -27,93 +29,105 @@
 public struct ExchangeScheduler: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Interval during the burst.
-        public var burstIntervalNs: Int64
+        public var burstInterval: TimeSpan
         /// Length of the burst after a peer appears.
-        public var burstDurationNs: Int64
+        public var burstDuration: TimeSpan
         /// Shortest steady interval (fastest rate).
-        public var minIntervalNs: Int64
+        public var minInterval: TimeSpan
         /// Longest steady interval (slowest rate).
-        public var maxIntervalNs: Int64
+        public var maxInterval: TimeSpan
         /// The bound at which the steady rate is at its slowest; wider bounds speed it up.
         public var targetBoundNs: Double
         /// How much recent losses speed the rate up: the interval is divided by `1 + lossFactor × lossRate`.
         public var lossFactor: Double
         /// A request with no reply after this long is lost.
-        public var exchangeTimeoutNs: Int64
+        public var exchangeTimeout: TimeSpan
         /// Most requests awaiting a reply.
         public var maxOutstanding: Int
 
         public init(
-            burstIntervalNs: Int64 = 25 * Nanos.millisecond,
-            burstDurationNs: Int64 = 1_500 * Nanos.millisecond,
-            minIntervalNs: Int64 = 100 * Nanos.millisecond,
-            maxIntervalNs: Int64 = 250 * Nanos.millisecond,
+            burstInterval: TimeSpan = .milliseconds(25),
+            burstDuration: TimeSpan = .milliseconds(1_500),
+            minInterval: TimeSpan = .milliseconds(100),
+            maxInterval: TimeSpan = .milliseconds(250),
             targetBoundNs: Double = 5_000,
             lossFactor: Double = 4,
-            exchangeTimeoutNs: Int64 = 1 * Nanos.second,
+            exchangeTimeout: TimeSpan = .seconds(1),
             maxOutstanding: Int = 16
         ) {
-            precondition(minIntervalNs > 0 && minIntervalNs <= maxIntervalNs && maxOutstanding >= 1)
-            self.burstIntervalNs = burstIntervalNs
-            self.burstDurationNs = burstDurationNs
-            self.minIntervalNs = minIntervalNs
-            self.maxIntervalNs = maxIntervalNs
+            precondition(minInterval > .zero && minInterval <= maxInterval && maxOutstanding >= 1)
+            self.burstInterval = burstInterval
+            self.burstDuration = burstDuration
+            self.minInterval = minInterval
+            self.maxInterval = maxInterval
             self.targetBoundNs = targetBoundNs
             self.lossFactor = lossFactor
-            self.exchangeTimeoutNs = exchangeTimeoutNs
+            self.exchangeTimeout = exchangeTimeout
             self.maxOutstanding = maxOutstanding
         }
     }
 
     /// The outcome of matching a reply.
     public enum ReplyMatch: Sendable, Equatable {
-        /// The reply answers a request sent at `sentAtLocal` (the caller may check it against `t1`).
-        case matched(sentAtLocal: Int64)
+        /// The reply answers the request sent with `t1` (the time the request carried).
+        case matched(t1: LocalTime)
         /// No such request is waiting: late (already counted lost), duplicated, or forged.
         case unknown
+        /// A request with this exchange id is waiting, but the reply echoes another `t1`:
+        /// replayed from an earlier exchange, or forged. Not a sample; the request stays.
+        case wrongEcho
+    }
+
+    /// A request awaiting its reply.
+    struct Outstanding: Sendable {
+        var id: UInt64
+        /// When the scheduler decided to send it.
+        var sentAt: LocalTime
+        /// The time the request carried, once the sender says (``onStamped(exchangeID:t1:)``).
+        var t1: LocalTime?
     }
 
     public let configuration: Configuration
     /// Requests awaiting a reply, oldest first.
-    private var outstanding: ContiguousArray<(id: UInt64, sentAt: Int64)>
-    private var burstUntil: Int64
-    private var lastSent: Int64?
+    private var outstanding: ContiguousArray<Outstanding>
+    private var burstUntil: LocalTime
+    private var lastSent: LocalTime?
     /// A send wanted sooner than the rate says (after an outlier).
-    private var probeAt: Int64?
+    private var probeAt: LocalTime?
     /// The last 32 outcomes, newest in bit 0: 1 = lost.
     private var lossHistory: UInt32 = 0
     private var outcomes = 0
 
-    /// A scheduler for a peer that appeared at local time `appearedAtLocal`: starts with a burst.
-    public init(configuration: Configuration = .init(), appearedAtLocal: Int64) {
+    /// A scheduler for a peer that appeared at local time `appeared`: starts with a burst.
+    public init(configuration: Configuration = .init(), appeared: LocalTime) {
         self.configuration = configuration
         self.outstanding = []
         self.outstanding.reserveCapacity(configuration.maxOutstanding)
-        self.burstUntil = appearedAtLocal &+ configuration.burstDurationNs
+        self.burstUntil = appeared + configuration.burstDuration
     }
 
     /// Starts a new burst: the peer restarted or its clock stepped. Outstanding requests stay.
-    public mutating func restartBurst(atLocal now: Int64) {
-        burstUntil = now &+ configuration.burstDurationNs
+    public mutating func restartBurst(at now: LocalTime) {
+        burstUntil = now + configuration.burstDuration
         lastSent = nil
     }
 
     /// Tells the scheduler what the estimator made of a reply. An outlier asks for a quick second
     /// look (so that a clock step is confirmed or dismissed within a few round trips, not
     /// seconds); a step restarts the burst.
-    public mutating func onVerdict(_ verdict: ClockEstimator.SampleVerdict, atLocal now: Int64) {
+    public mutating func onVerdict(_ verdict: ClockEstimator.SampleVerdict, at now: LocalTime) {
         switch verdict {
         case .rejectedOutlier:
-            probeAt = now &+ configuration.burstIntervalNs
+            probeAt = now + configuration.burstInterval
         case .clockStepped:
-            restartBurst(atLocal: now)
+            restartBurst(at: now)
         case .accepted, .rejectedDelay, .rejectedInvalid:
             break
         }
     }
 
     /// True while bursting.
-    public func isBursting(atLocal now: Int64) -> Bool { now < burstUntil }
+    public func isBursting(at now: LocalTime) -> Bool { now < burstUntil }
 
     /// Requests awaiting a reply.
     public var outstandingCount: Int { outstanding.count }
@@ -127,29 +141,36 @@ public struct ExchangeScheduler: Sendable {
     // MARK: - Events
 
     /// A request went out.
-    public mutating func onSent(exchangeID: UInt64, atLocal now: Int64) {
+    public mutating func onSent(exchangeID: UInt64, at now: LocalTime) {
         if outstanding.count == configuration.maxOutstanding {
             outstanding.removeFirst()
             record(lost: true)
         }
-        outstanding.append((exchangeID, now))
+        outstanding.append(Outstanding(id: exchangeID, sentAt: now, t1: nil))
         lastSent = now
         probeAt = nil
     }
 
-    /// A reply came in; matches it to its request.
-    public mutating func onReply(exchangeID: UInt64, atLocal now: Int64) -> ReplyMatch {
+    /// The request `exchangeID` left carrying `t1` (the sender stamps it as late as it can).
+    public mutating func onStamped(exchangeID: UInt64, t1: LocalTime) {
+        guard let index = outstanding.firstIndex(where: { $0.id == exchangeID }) else { return }
+        outstanding[index].t1 = t1
+    }
+
+    /// A reply came in, echoing `echoedT1`; matches it to its request. A request whose send time
+    /// was never reported (its sender failed to stamp it) matches no reply.
+    public mutating func onReply(exchangeID: UInt64, echoedT1: Int64) -> ReplyMatch {
         guard let index = outstanding.firstIndex(where: { $0.id == exchangeID }) else { return .unknown }
-        let sentAt = outstanding[index].sentAt
+        guard let t1 = outstanding[index].t1, t1.ns == echoedT1 else { return .wrongEcho }
         outstanding.remove(at: index)
         record(lost: false)
-        return .matched(sentAtLocal: sentAt)
+        return .matched(t1: t1)
     }
 
     /// Drops the requests that timed out by `now` and returns their ids (they are lost).
-    public mutating func expire(atLocal now: Int64) -> [UInt64] {
+    public mutating func expire(at now: LocalTime) -> [UInt64] {
         var lost: [UInt64] = []
-        while let first = outstanding.first, now &- first.sentAt >= configuration.exchangeTimeoutNs {
+        while let first = outstanding.first, now - first.sentAt >= configuration.exchangeTimeout {
             lost.append(first.id)
             outstanding.removeFirst()
             record(lost: true)
@@ -162,37 +183,37 @@ public struct ExchangeScheduler: Sendable {
     /// The interval between requests given the current estimate:
     /// `maxInterval / max(1, bound half an interval ahead / targetBound) / (1 + lossFactor × lossRate)`,
     /// no shorter than `minInterval`; the burst interval while bursting or without an estimate.
-    public func interval(atLocal now: Int64, estimate: ClockEstimate?) -> Int64 {
-        if now < burstUntil { return configuration.burstIntervalNs }
-        guard let estimate else { return configuration.burstIntervalNs }
-        let slowest = Double(configuration.maxIntervalNs)
-        let ahead = now &+ configuration.maxIntervalNs / 2
-        let need = estimate.errorBound(atLocal: ahead) / configuration.targetBoundNs
+    public func interval(at now: LocalTime, estimate: ClockEstimate?) -> TimeSpan {
+        if now < burstUntil { return configuration.burstInterval }
+        guard let estimate else { return configuration.burstInterval }
+        let slowest = Double(configuration.maxInterval.ns)
+        let ahead = now + configuration.maxInterval / 2
+        let need = estimate.errorBound(at: ahead) / configuration.targetBoundNs
         var interval = slowest / (need.isFinite ? max(1, need) : .infinity)
         interval /= 1 + configuration.lossFactor * recentLossRate
-        return Int64(max(Double(configuration.minIntervalNs), interval))
+        return TimeSpan(nanoseconds: max(Double(configuration.minInterval.ns), interval))
     }
 
     /// When the next request should go out.
-    public func nextSendTime(atLocal now: Int64, estimate: ClockEstimate?) -> Int64 {
+    public func nextSendTime(at now: LocalTime, estimate: ClockEstimate?) -> LocalTime {
         guard let lastSent else { return now }
-        let regular = lastSent &+ interval(atLocal: now, estimate: estimate)
+        let regular = lastSent + interval(at: now, estimate: estimate)
         return min(regular, probeAt ?? regular)
     }
 
     /// True when a request should go out now.
-    public func shouldSend(atLocal now: Int64, estimate: ClockEstimate?) -> Bool {
-        now >= nextSendTime(atLocal: now, estimate: estimate)
+    public func shouldSend(at now: LocalTime, estimate: ClockEstimate?) -> Bool {
+        now >= nextSendTime(at: now, estimate: estimate)
     }
 
     /// When the oldest outstanding request times out, if any.
-    public var nextExpiry: Int64? {
-        outstanding.first.map { $0.sentAt &+ configuration.exchangeTimeoutNs }
+    public var nextExpiry: LocalTime? {
+        outstanding.first.map { $0.sentAt + configuration.exchangeTimeout }
     }
 
-    /// When the shell should next call in: the earlier of the next send and the next expiry.
-    public func nextWakeup(atLocal now: Int64, estimate: ClockEstimate?) -> Int64 {
-        let send = nextSendTime(atLocal: now, estimate: estimate)
+    /// When the owner should next call in: the earlier of the next send and the next expiry.
+    public func nextWakeup(at now: LocalTime, estimate: ClockEstimate?) -> LocalTime {
+        let send = nextSendTime(at: now, estimate: estimate)
         guard let expiry = nextExpiry else { return send }
         return min(send, expiry)
     }

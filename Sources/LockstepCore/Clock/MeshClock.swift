@@ -4,7 +4,7 @@
 /// Terms: the *local* agent is L. A *direct* estimate of peer P is L's own (``ClockEstimator``),
 /// on L's clock. A *report* from C about P is C's direct estimate of P, received over gossip; it
 /// is on C's clock, and is brought onto L's clock through L's direct estimate of C
-/// (``ClockEstimate/composed(with:atLocal:)``): the *two-hop path* L → C → P. The *closure error*
+/// (``OffsetEstimate/composed(with:at:)``): the *two-hop path* L → C → P. The *closure error*
 /// of a path is how far it lands from the direct estimate; its *tolerance* is the sum of the
 /// statistical bounds involved (direct + L→C + C→P, each widened for its age).
 ///
@@ -17,11 +17,17 @@
 /// marked untrusted.
 ///
 /// Reports must carry *direct* measurements (never resolved ones), so that a replaced link does
-/// not echo around the mesh. A report is kept for ``Configuration/reportLifetimeNs`` after it was
+/// not echo around the mesh. A report is kept for ``Configuration/reportLifetime`` after it was
 /// received; reports from agents L does not measure are ignored (their clock cannot be converted),
 /// and reports about peers L does not measure are kept for at most
 /// ``Configuration/maxUnknownTargets`` such peers. When a peer restarts (new clock epoch), call
 /// ``removePeer(_:)`` before giving it a new estimate: reports about its old epoch must go.
+///
+/// **Sybils.** With one group key, a member can speak under many peer ids from one machine, each
+/// answering clock requests and reporting the same forged offset. Two rules keep such a crowd from
+/// overruling a direct estimate: only reporters that discovery vouches for (DNS-SD showed them, or
+/// they were configured) may report at all (``ReportVerdict/ignoredUnvetted``), and agreeing paths
+/// count once per reporter *address*, so many ids on one host are one vote.
 ///
 /// This is a consistency check, not a network-wide least-squares solution (as in e.g. PTP's
 /// boundary clocks or the "Huygens" mesh algorithm); it needs no coordination and tolerates
@@ -29,7 +35,7 @@
 public struct MeshClock: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// How long a report stays usable after it was received.
-        public var reportLifetimeNs: Int64
+        public var reportLifetime: TimeSpan
         /// Most targets kept per reporter.
         public var maxReportsPerReporter: Int
         /// Most distinct peers, not measured directly, that reports may be kept about.
@@ -38,13 +44,13 @@ public struct MeshClock: Sendable {
         public var minAgreeingPaths: Int
 
         public init(
-            reportLifetimeNs: Int64 = 10 * Nanos.second,
+            reportLifetime: TimeSpan = .seconds(10),
             maxReportsPerReporter: Int = 64,
             maxUnknownTargets: Int = 16,
             minAgreeingPaths: Int = 2
         ) {
             precondition(minAgreeingPaths >= 1)
-            self.reportLifetimeNs = reportLifetimeNs
+            self.reportLifetime = reportLifetime
             self.maxReportsPerReporter = maxReportsPerReporter
             self.maxUnknownTargets = maxUnknownTargets
             self.minAgreeingPaths = minAgreeingPaths
@@ -82,6 +88,21 @@ public struct MeshClock: Sendable {
     public struct Path: Sendable, Equatable {
         public var via: PeerID
         public var estimate: ClockEstimate
+        /// The reporter's address: paths through one address are one vote.
+        public var host: String
+    }
+
+    /// What the local agent knows of a reporter, from discovery.
+    public struct Reporter: Sendable, Equatable {
+        /// Discovery vouches for it: DNS-SD showed it, or it was configured.
+        public var vetted: Bool
+        /// The address it speaks from (without the port).
+        public var host: String
+
+        public init(vetted: Bool, host: String) {
+            self.vetted = vetted
+            self.host = host
+        }
     }
 
     /// What happened to a report.
@@ -91,13 +112,16 @@ public struct MeshClock: Sendable {
         case ignoredSelf
         /// From a peer we have no direct estimate of: its clock cannot be converted.
         case ignoredUnknownReporter
+        /// From a peer discovery does not vouch for (heard from only): it could be anyone's alias.
+        case ignoredUnvetted
         /// Over a cap (targets per reporter, or peers we do not measure).
         case ignoredOverCapacity
     }
 
     struct Report: Sendable {
-        var estimate: ClockEstimate
-        var receivedAt: Int64
+        var estimate: ReportedEstimate
+        var receivedAt: LocalTime
+        var host: String
     }
 
     public let localID: PeerID
@@ -124,12 +148,13 @@ public struct MeshClock: Sendable {
     /// `reporter` says this about `target`, on `reporter`'s clock.
     @discardableResult
     public mutating func updateReport(
-        from reporter: PeerID, target: PeerID, estimate: ClockEstimate, receivedAtLocal now: Int64
+        from reporter: PeerID, _ info: Reporter, target: PeerID, estimate: ReportedEstimate, receivedAt now: LocalTime
     ) -> ReportVerdict {
         guard reporter != localID, target != localID, target != reporter else { return .ignoredSelf }
         guard local[reporter] != nil else { return .ignoredUnknownReporter }
+        guard info.vetted else { return .ignoredUnvetted }
         var byTarget = reports[reporter] ?? [:]
-        byTarget = byTarget.filter { now &- $0.value.receivedAt < configuration.reportLifetimeNs }
+        byTarget = byTarget.filter { now - $0.value.receivedAt < configuration.reportLifetime }
         if byTarget[target] == nil {
             if byTarget.count >= configuration.maxReportsPerReporter { return .ignoredOverCapacity }
             if local[target] == nil, !unknownTargets.contains(target),
@@ -138,7 +163,7 @@ public struct MeshClock: Sendable {
                 return .ignoredOverCapacity
             }
         }
-        byTarget[target] = Report(estimate: estimate, receivedAt: now)
+        byTarget[target] = Report(estimate: estimate, receivedAt: now, host: info.host)
         reports[reporter] = byTarget
         return .stored
     }
@@ -153,9 +178,9 @@ public struct MeshClock: Sendable {
     }
 
     /// Drops reports older than the lifetime.
-    public mutating func expire(atLocal now: Int64) {
-        for reporter in Array(reports.keys) {
-            let kept = reports[reporter]!.filter { now &- $0.value.receivedAt < configuration.reportLifetimeNs }
+    public mutating func expire(at now: LocalTime) {
+        for (reporter, byTarget) in reports {
+            let kept = byTarget.filter { now - $0.value.receivedAt < configuration.reportLifetime }
             reports[reporter] = kept.isEmpty ? nil : kept
         }
     }
@@ -172,21 +197,26 @@ public struct MeshClock: Sendable {
     // MARK: - Output
 
     /// Every two-hop path to `peer` at local time `now`: the reporter and the composed estimate.
-    public func paths(to peer: PeerID, atLocal now: Int64) -> [Path] {
+    public func paths(to peer: PeerID, at now: LocalTime) -> [Path] {
         var out: [Path] = []
         for (reporter, byTarget) in reports where reporter != peer {
-            guard let report = byTarget[peer], now &- report.receivedAt < configuration.reportLifetimeNs,
+            guard let report = byTarget[peer], now - report.receivedAt < configuration.reportLifetime,
                 let first = local[reporter]
             else { continue }
-            out.append(Path(via: reporter, estimate: first.composed(with: report.estimate, atLocal: now)))
+            out.append(Path(via: reporter, estimate: first.composed(with: report.estimate, at: now), host: report.host))
         }
         return out.sorted { $0.via < $1.via }
     }
 
+    /// How many votes some paths make: one per reporter address.
+    static func votes(_ paths: [Path]) -> Int {
+        Set(paths.map(\.host)).count
+    }
+
     /// The offset to use for `peer` at local time `now`, checked against the mesh.
-    public func resolved(peer: PeerID, atLocal now: Int64) -> ResolvedOffset? {
-        let paths = paths(to: peer, atLocal: now)
-        guard let direct = local[peer]?.rebased(toLocal: now) else {
+    public func resolved(peer: PeerID, at now: LocalTime) -> ResolvedOffset? {
+        let paths = paths(to: peer, at: now)
+        guard let direct = local[peer]?.rebased(to: now) else {
             // Only two-hop paths: the best one, trusted if none contradicts it.
             guard let best = paths.min(by: { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs }) else { return nil }
             let contradicted = paths.contains { !Self.agree(best.estimate, $0.estimate) }
@@ -218,22 +248,24 @@ public struct MeshClock: Sendable {
         resolved.closureErrorNs = errors.count % 2 == 1 ? errors[mid] : (errors[mid - 1] + errors[mid]) / 2
         resolved.worstClosureErrorNs = worst
         resolved.disagreeingPaths = dissenters.count
-        let supporters = paths.count - dissenters.count
+        let supporters = Self.votes(paths.filter { path in !dissenters.contains { $0.via == path.via } })
         guard !dissenters.isEmpty else { return resolved }
 
-        // The largest group of dissenting paths that agree with each other.
+        // The largest group (in votes) of dissenting paths that agree with each other.
         var consensus: [Path] = []
         for candidate in dissenters {
             let group = dissenters.filter { Self.agree(candidate.estimate, $0.estimate) }
-            if group.count > consensus.count { consensus = group }
+            if Self.votes(group) > Self.votes(consensus) { consensus = group }
         }
-        if consensus.count >= configuration.minAgreeingPaths, consensus.count > supporters {
-            let best = consensus.min { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs }!
+        let votes = Self.votes(consensus)
+        if votes >= configuration.minAgreeingPaths, votes > supporters,
+            let best = consensus.min(by: { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs })
+        {
             resolved.estimate = best.estimate
             resolved.source = .via(best.via)
             resolved.trusted = true
         } else {
-            resolved.trusted = supporters >= dissenters.count
+            resolved.trusted = supporters >= Self.votes(dissenters)
         }
         return resolved
     }

@@ -11,7 +11,7 @@
 /// - **`t3`**: the replier learns its reply's transmit time after the reply has gone, so it sends
 ///   it in a `clock_follow_up` (§4.2a of the peer protocol). A requester whose peer sends
 ///   follow-ups holds each reply until its follow-up arrives (``onFollowUp(exchange:t1:t3:)``),
-///   or uses the reply as it is after ``Configuration/followUpWaitNs`` (the follow-up was lost).
+///   or uses the reply as it is after ``Configuration/followUpWait`` (the follow-up was lost).
 ///
 /// A sample with a user-space stamp is never *faster* than one with the kernel's: the user stamp
 /// is earlier than the real transmit time, so it only lengthens its direction's measured delay.
@@ -19,20 +19,20 @@
 /// are around, and mixing the two (a lost follow-up, a peer without transmit timestamps) costs
 /// precision, never correctness.
 ///
-/// A value type with no I/O; every time is an argument (local clock, ns).
+/// A value type with no I/O; every time is an argument.
 public struct TransmitStamps: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// How long a reply waits for its follow-up before it is used with its own `t3`.
-        public var followUpWaitNs: Int64
+        public var followUpWait: TimeSpan
         /// A kernel transmit time later than the user stamp by more than this is not believed.
-        public var maxSendLatencyNs: Int64
+        public var maxSendLatency: TimeSpan
         /// How many requests' transmit times, held replies and early follow-ups are remembered.
         public var capacity: Int
 
-        public init(followUpWaitNs: Int64 = 50 * Nanos.millisecond, maxSendLatencyNs: Int64 = 20 * Nanos.millisecond, capacity: Int = 16) {
-            precondition(capacity >= 1 && followUpWaitNs >= 0 && maxSendLatencyNs >= 0)
-            self.followUpWaitNs = followUpWaitNs
-            self.maxSendLatencyNs = maxSendLatencyNs
+        public init(followUpWait: TimeSpan = .milliseconds(50), maxSendLatency: TimeSpan = .milliseconds(20), capacity: Int = 16) {
+            precondition(capacity >= 1 && followUpWait >= .zero && maxSendLatency >= .zero)
+            self.followUpWait = followUpWait
+            self.maxSendLatency = maxSendLatency
             self.capacity = capacity
         }
     }
@@ -51,16 +51,16 @@ public struct TransmitStamps: Sendable {
         /// The request's `t1` as the reply echoed it (the follow-up echoes the same).
         var wireT1: Int64
         var ready: Ready
-        var deadline: Int64
+        var deadline: LocalTime
     }
 
     public let configuration: Configuration
     /// Requests' kernel transmit times, oldest first.
-    private var requests: [(exchange: UInt32, t1: Int64, sentAt: Int64)] = []
+    private var requests: [(exchange: UInt32, t1: LocalTime, sentAt: LocalTime)] = []
     /// Replies waiting for their follow-up, oldest first.
     private var held: [Held] = []
-    /// Follow-ups that overtook their reply, oldest first.
-    private var early: [(exchange: UInt32, t1: Int64, t3: Int64)] = []
+    /// Follow-ups that overtook their reply, oldest first: the echoed `t1`, and `t3`.
+    private var early: [(exchange: UInt32, t1: Int64, t3: PeerTime)] = []
     /// True once the peer has sent a follow-up: its replies are then held for theirs.
     public private(set) var peerSendsFollowUps = false
     /// Replies used without their follow-up because it did not come in time.
@@ -73,8 +73,8 @@ public struct TransmitStamps: Sendable {
     }
 
     /// The kernel says request `exchange`, sent with `t1` (the user stamp), left at `sentAt`.
-    public mutating func onRequestTransmitted(exchange: UInt32, t1: Int64, at sentAt: Int64) {
-        guard plausible(user: t1, kernel: sentAt) else {
+    public mutating func onRequestTransmitted(exchange: UInt32, t1: LocalTime, at sentAt: LocalTime) {
+        guard plausible(user: t1.ns, kernel: sentAt.ns) else {
             implausible += 1
             return
         }
@@ -82,13 +82,13 @@ public struct TransmitStamps: Sendable {
         requests.append((exchange, t1, sentAt))
     }
 
-    /// A matched reply arrived, as `sample` (`t1` as echoed, `t4` its kernel receive time). Returns
-    /// the sample to use now, or nil when it is held for its follow-up (then it comes out of
-    /// ``onFollowUp(exchange:t1:t3:)`` or ``expire(now:)``).
-    public mutating func onReply(exchange: UInt32, sample: ClockSample, now: Int64) -> Ready? {
-        let wireT1 = sample.t1
+    /// A matched reply arrived, as `sample` (`t1` as sent and echoed, `t4` its kernel receive
+    /// time). Returns the sample to use now, or nil when it is held for its follow-up (then it
+    /// comes out of ``onFollowUp(exchange:t1:t3:)`` or ``expire(now:)``).
+    public mutating func onReply(exchange: UInt32, sample: ClockSample, now: LocalTime) -> Ready? {
+        let wireT1 = sample.t1.ns
         var ready = Ready(sample: sample, kernelT1: false, kernelT3: false)
-        if let i = requests.firstIndex(where: { $0.exchange == exchange && $0.t1 == wireT1 }) {
+        if let i = requests.firstIndex(where: { $0.exchange == exchange && $0.t1 == sample.t1 }) {
             ready.sample.t1 = requests[i].sentAt
             ready.kernelT1 = true
             requests.remove(at: i)
@@ -103,13 +103,13 @@ public struct TransmitStamps: Sendable {
             followUpsMissed += 1
             held.removeFirst()
         }
-        held.append(Held(exchange: exchange, wireT1: wireT1, ready: ready, deadline: now &+ configuration.followUpWaitNs))
+        held.append(Held(exchange: exchange, wireT1: wireT1, ready: ready, deadline: now + configuration.followUpWait))
         return nil
     }
 
     /// A follow-up from the peer: the reply to `exchange` (echoing `t1`) left at `t3`. Returns the
     /// completed sample when that reply was held for it.
-    public mutating func onFollowUp(exchange: UInt32, t1: Int64, t3: Int64) -> Ready? {
+    public mutating func onFollowUp(exchange: UInt32, t1: Int64, t3: PeerTime) -> Ready? {
         peerSendsFollowUps = true
         if let i = held.firstIndex(where: { $0.exchange == exchange && $0.wireT1 == t1 }) {
             let ready = held[i].ready
@@ -123,7 +123,7 @@ public struct TransmitStamps: Sendable {
     }
 
     /// Replies whose follow-up did not arrive by `now`: to be used with their own `t3`.
-    public mutating func expire(now: Int64) -> [Ready] {
+    public mutating func expire(now: LocalTime) -> [Ready] {
         var out: [Ready] = []
         while let first = held.first, first.deadline <= now {
             out.append(first.ready)
@@ -134,10 +134,10 @@ public struct TransmitStamps: Sendable {
     }
 
     /// When ``expire(now:)`` next has work.
-    public var nextDeadline: Int64? { held.first?.deadline }
+    public var nextDeadline: LocalTime? { held.first?.deadline }
 
-    private mutating func completed(_ ready: Ready, t3: Int64) -> Ready {
-        guard plausible(user: ready.sample.t3, kernel: t3) else {
+    private mutating func completed(_ ready: Ready, t3: PeerTime) -> Ready {
+        guard plausible(user: ready.sample.t3.ns, kernel: t3.ns) else {
             implausible += 1
             return ready
         }
@@ -150,6 +150,6 @@ public struct TransmitStamps: Sendable {
     /// The kernel stamps a datagram after the agent does, and soon after.
     private func plausible(user: Int64, kernel: Int64) -> Bool {
         let latency = kernel.subtractingReportingOverflow(user)
-        return !latency.overflow && latency.partialValue >= 0 && latency.partialValue <= configuration.maxSendLatencyNs
+        return !latency.overflow && latency.partialValue >= 0 && latency.partialValue <= configuration.maxSendLatency.ns
     }
 }

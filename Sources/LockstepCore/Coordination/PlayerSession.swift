@@ -1,4 +1,4 @@
-/// A player connected to this agent, as the node coordinates it.
+/// A player connected to this agent, as the ``Coordinator`` coordinates it.
 public struct PlayerSession: Sendable {
     /// What a player says about itself in its hello.
     public struct Info: Sendable, Equatable {
@@ -6,28 +6,32 @@ public struct PlayerSession: Sendable {
         public var canChangeRate: Bool
         public var exactSeek: Bool
         public var startAtHostTime: Bool
-        /// Delay from the player's clock to light and sound (ns): it must be that far ahead.
-        public var outputLatencyNs: Int64
-        /// How long the player needs between an instruction and acting on it (ns).
-        public var startLatencyNs: Int64
-        /// How precise its position reports are (ns); errors below this are not corrected.
-        public var syncToleranceNs: Int64
+        /// Delay from the player's clock to light and sound: it must be that far ahead.
+        public var outputLatency: TimeSpan
+        /// How long the player needs between an instruction and acting on it.
+        public var startLatency: TimeSpan
+        /// How precise its position reports are; errors below this are not corrected.
+        public var syncTolerance: TimeSpan
 
-        public init(name: String, canChangeRate: Bool = false, exactSeek: Bool = false, startAtHostTime: Bool = false, outputLatencyNs: Int64 = 0, startLatencyNs: Int64 = 0, syncToleranceNs: Int64 = 0) {
+        /// Latencies are clamped to ``Limits/latencyNs`` (the socket refuses wider ones already).
+        public init(
+            name: String, canChangeRate: Bool = false, exactSeek: Bool = false, startAtHostTime: Bool = false, outputLatency: TimeSpan = .zero,
+            startLatency: TimeSpan = .zero, syncTolerance: TimeSpan = .zero
+        ) {
             self.name = name
             self.canChangeRate = canChangeRate
             self.exactSeek = exactSeek
             self.startAtHostTime = startAtHostTime
-            self.outputLatencyNs = max(0, outputLatencyNs)
-            self.startLatencyNs = max(0, startLatencyNs)
-            self.syncToleranceNs = max(0, syncToleranceNs)
+            self.outputLatency = outputLatency.clamped(to: Limits.latencyNs)
+            self.startLatency = startLatency.clamped(to: Limits.latencyNs)
+            self.syncTolerance = syncTolerance.clamped(to: Limits.latencyNs)
         }
     }
 
     /// A suspension: the player is out of group playback while it lasts.
     public struct Suspension: Sendable, Equatable {
         public var id: UInt32
-        public var reason: String
+        public var reason: SuspensionReason
         /// Imposed by the agent (stall recovery), not begun by the player.
         public var imposed: Bool
     }
@@ -39,7 +43,7 @@ public struct PlayerSession: Sendable {
     public var solo = false
     public var readiness: PlayerStatus.Readiness = .loading
     public var suspensions: [Suspension] = []
-    public var lastReport: (position: Int64, at: Int64)?
+    public var lastReport: (position: MediaPosition, at: LocalTime)?
     public internal(set) var sync: SyncPolicy
     var nextSuspensionID: UInt32 = 1
     /// What the player was last told, so that it is told again only when something changed.
@@ -47,16 +51,17 @@ public struct PlayerSession: Sendable {
     var toldWaitingFor: [WaitingFor]?
     var toldParticipants: [ParticipantInfo]?
     var toldProposal: Stamp?
-    var inGroupPlayback = false
+    /// Whether it was last told it is in group playback.
+    public internal(set) var inGroupPlayback = false
 
     init(id: UInt32, info: Info, sync: SyncPolicy.Configuration) {
         self.id = id
         self.info = info
         var c = sync
         // A player whose reports are coarse is not chased for errors it cannot see.
-        c.startNs = max(c.startNs, info.syncToleranceNs)
-        c.settleNs = max(c.settleNs, info.syncToleranceNs / 3)
-        c.seekOnlyAboveNs = max(c.seekOnlyAboveNs, 2 * info.syncToleranceNs)
+        c.start = max(c.start, info.syncTolerance)
+        c.settle = max(c.settle, info.syncTolerance / 3)
+        c.seekOnlyAbove = max(c.seekOnlyAbove, 2 * info.syncTolerance)
         self.sync = SyncPolicy(configuration: c)
     }
 
@@ -66,45 +71,14 @@ public struct PlayerSession: Sendable {
 
     /// As other peers see it.
     var status: PlayerStatus {
-        PlayerStatus(playerID: id, name: info.name, itemHash: item?.stableHash, solo: solo, readiness: readiness, suspensions: suspensions.map(\.reason), outputLatencyNs: info.outputLatencyNs, startLatencyNs: info.startLatencyNs)
+        PlayerStatus(
+            playerID: id, name: info.name, itemHash: item?.stableHash, solo: solo, readiness: readiness, suspensions: suspensions.map(\.reason),
+            outputLatency: info.outputLatency, startLatency: info.startLatency)
     }
-}
 
-/// Who a waiting group waits for.
-public struct WaitingFor: Sendable, Equatable, Hashable {
-    public var peer: PeerID
-    public var playerID: UInt32
-    public var name: String
-    /// `loading`, `buffering`, or the suspension reason that makes the group wait.
-    public var why: String
-}
-
-/// A participant of group playback on an item, for the players' participant lists.
-public struct ParticipantInfo: Sendable, Equatable, Hashable {
-    public var peer: PeerID
-    public var playerID: UInt32
-    public var name: String
-    public var readiness: PlayerStatus.Readiness
-    public var suspensions: [String]
-    public var local: Bool
-}
-
-/// What the node tells a local player.
-public enum PlayerInstruction: Sendable, Equatable {
-    /// Be at `position` with `rate` at local time `at` (output latency already folded in), in
-    /// `phase`; `record` is the command that set it (who and why).
-    case timeline(item: ItemID, phase: Timeline.Phase, position: Int64, rate: Double, at: Int64, record: ItemRecord)
-    /// The group waits (for the players listed) before playing from `position`: hold there from
-    /// local time `at` (which is now or soon, when a playing group is being held).
-    case wait(item: ItemID, position: Int64, at: Int64, waitingFor: [WaitingFor], record: ItemRecord)
-    /// A correction to stay on the timeline.
-    case correction(SyncPolicy.Correction)
-    /// Who else plays this item, and how they are doing.
-    case participants(item: ItemID, [ParticipantInfo])
-    /// The group's item changed (the player may follow it or not).
-    case itemProposed(CurrentRecord)
-    /// The player entered or left group playback.
-    case groupPlayback(active: Bool, reason: String)
-    /// A suspension of this player began or ended.
-    case suspension(began: Bool, id: UInt32, reason: String, imposed: Bool)
+    /// The next suspension id (they wrap after 2³² suspensions; an old one is long gone by then).
+    mutating func newSuspensionID() -> UInt32 {
+        defer { nextSuspensionID = nextSuspensionID == .max ? 1 : nextSuspensionID + 1 }
+        return nextSuspensionID
+    }
 }

@@ -14,42 +14,42 @@
 /// from after it.
 public struct SyncPolicy: Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// Below this the player is in sync (ns). Players whose position reports are coarser
-        /// declare a `sync_tolerance_ns` in their hello, which raises both thresholds.
-        public var settleNs: Int64 = 50 * Nanos.microsecond
-        /// Above this an in-sync player needs a correction (ns).
-        public var startNs: Int64 = 200 * Nanos.microsecond
-        /// Rate-capable players: errors above this are fixed by seeking, below by rate (ns).
-        public var seekAboveNs: Int64 = 250 * Nanos.millisecond
-        /// Players without rate control: errors above this are fixed by seeking (ns).
-        public var seekOnlyAboveNs: Int64 = 40 * Nanos.millisecond
+        /// Below this the player is in sync. Players whose position reports are coarser declare a
+        /// `sync_tolerance_ns` in their hello, which raises both thresholds.
+        public var settle: TimeSpan = .microseconds(50)
+        /// Above this an in-sync player needs a correction.
+        public var start: TimeSpan = .microseconds(200)
+        /// Rate-capable players: errors above this are fixed by seeking, below by rate.
+        public var seekAbove: TimeSpan = .milliseconds(250)
+        /// Players without rate control: errors above this are fixed by seeking.
+        public var seekOnlyAbove: TimeSpan = .milliseconds(40)
         /// Largest relative rate change for a correction (0.02 = ±2%, inaudible with pitch correction).
         public var maxNudge: Double = 0.02
         /// Shortest rate correction (a smaller error gets a smaller nudge for this long).
-        public var minNudgeDurationNs: Int64 = 500 * Nanos.millisecond
+        public var minNudgeDuration: TimeSpan = .milliseconds(500)
         /// After a correction starts, no new one is planned for this long (unless the error grows past seekAbove).
-        public var holdNs: Int64 = 300 * Nanos.millisecond
+        public var hold: TimeSpan = .milliseconds(300)
 
         public init() {}
     }
 
     public enum Correction: Sendable, Equatable {
-        /// Play at `rate` until local time `until`, then back at the timeline's rate.
-        case rate(Double, until: Int64, errorNs: Int64)
-        /// Be at `position` at local time `at` (exact seek).
-        case seek(position: Int64, at: Int64, errorNs: Int64)
+        /// Play at `rate` until `until`, then back at the timeline's rate.
+        case rate(Double, until: LocalTime, error: TimeSpan)
+        /// Be at `position` at `at` (exact seek).
+        case seek(position: MediaPosition, at: LocalTime, error: TimeSpan)
     }
 
     enum Phase: Sendable, Equatable {
         case inSync
-        case correcting(since: Int64, until: Int64)
-        case seeking(since: Int64)
+        case correcting(since: LocalTime, until: LocalTime)
+        case seeking(since: LocalTime)
     }
 
     public let configuration: Configuration
     var phase: Phase = .inSync
     /// The last error seen, for status.
-    public private(set) var lastErrorNs: Int64?
+    public private(set) var lastError: TimeSpan?
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -60,22 +60,24 @@ public struct SyncPolicy: Sendable {
         phase = .inSync
     }
 
-    /// A report: at local time `reportedAt` the player was at `position`. `target` is where the
-    /// group timeline says it should have been. Returns a correction when one is needed.
+    /// A report: at `reportedAt` the player was at `position`. Returns a correction when one is needed.
     ///
     /// - Parameters:
     ///   - timeline: the group timeline on the local clock (playing).
-    ///   - outputLatencyNs: the player's output latency (it must be ahead by this much).
-    ///   - leadNs: how far ahead a seek must be anchored for the player to make it.
-    public mutating func onReport(position: Int64, reportedAt: Int64, timeline: Timeline, outputLatencyNs: Int64, canChangeRate: Bool, leadNs: Int64, now: Int64) -> Correction? {
+    ///   - outputLatency: the player's output latency (it must be ahead by this much).
+    ///   - lead: how far ahead a seek must be anchored for the player to make it.
+    public mutating func onReport(
+        position: MediaPosition, reportedAt: LocalTime, timeline: Timeline<LocalTime>, outputLatency: TimeSpan, canChangeRate: Bool,
+        lead: TimeSpan, now: LocalTime
+    ) -> Correction? {
         guard timeline.phase == .playing, timeline.rate > 0 else {
             phase = .inSync
             return nil
         }
-        let target = timeline.position(at: reportedAt + outputLatencyNs)
+        let target = timeline.position(at: reportedAt + outputLatency)
         let error = position - target
-        lastErrorNs = error
-        let magnitude = abs(error)
+        lastError = error
+        let magnitude = error.magnitude
         let c = configuration
 
         switch phase {
@@ -84,10 +86,10 @@ public struct SyncPolicy: Sendable {
             if reportedAt <= since { return nil }
             phase = .inSync
         case .correcting(let since, let until):
-            if magnitude <= c.settleNs || now >= until {
+            if magnitude <= c.settle || now >= until {
                 phase = .inSync
-                if magnitude <= c.settleNs { return .rate(timeline.rate, until: now, errorNs: error) }
-            } else if now - since < c.holdNs && magnitude <= c.seekAboveNs {
+                if magnitude <= c.settle { return .rate(timeline.rate, until: now, error: error) }
+            } else if now - since < c.hold && magnitude <= c.seekAbove {
                 return nil
             } else {
                 phase = .inSync
@@ -96,18 +98,18 @@ public struct SyncPolicy: Sendable {
             break
         }
 
-        guard magnitude > c.startNs else { return nil }
-        if canChangeRate && magnitude <= c.seekAboveNs {
+        guard magnitude > c.start else { return nil }
+        if canChangeRate && magnitude <= c.seekAbove {
             // Close the gap at up to maxNudge: ahead → slower, behind → faster.
-            let duration = max(c.minNudgeDurationNs, Int64(Double(magnitude) / (c.maxNudge * timeline.rate)))
-            let nudge = Double(error) / Double(duration) / timeline.rate
+            let duration = max(c.minNudgeDuration, TimeSpan(nanoseconds: Double(magnitude.ns) / (c.maxNudge * timeline.rate)))
+            let nudge = Double(error.ns) / Double(duration.ns) / timeline.rate
             let rate = timeline.rate * (1 - nudge)
             phase = .correcting(since: now, until: now + duration)
-            return .rate(rate, until: now + duration, errorNs: error)
+            return .rate(rate, until: now + duration, error: error)
         }
-        if !canChangeRate && magnitude <= c.seekOnlyAboveNs { return nil }
-        let at = now + leadNs
+        if !canChangeRate && magnitude <= c.seekOnlyAbove { return nil }
+        let at = now + lead
         phase = .seeking(since: at)
-        return .seek(position: timeline.position(at: at + outputLatencyNs), at: at, errorNs: error)
+        return .seek(position: timeline.position(at: at + outputLatency), at: at, error: error)
     }
 }

@@ -66,18 +66,6 @@ public struct GroupState: Equatable, Hashable, Sendable {
     /// The records that would take this state's place, oldest first (for state transfer).
     public var records: [ItemRecord] { items.values.sorted { $0.stamp < $1.stamp } }
 
-    /// The record of the group's current item, if the group plays one and its timeline is known.
-    public var currentItemRecord: ItemRecord? {
-        current?.item.flatMap { items[$0] }
-    }
-
-    /// The largest stamp anywhere in the state (a replica's Lamport clock must exceed it).
-    public var maxStamp: Stamp? {
-        var best = current?.stamp
-        for r in items.values where best == nil || r.stamp > best! { best = r.stamp }
-        return best
-    }
-
     /// The version vector of everything in the state: per origin, its largest counter here.
     public var version: VersionVector {
         var entries: [VersionVector.Entry] = []
@@ -122,25 +110,5 @@ public struct GroupState: Equatable, Hashable, Sendable {
             }
         }
         return false
-    }
-}
-
-/// A summary of a ``GroupState`` for anti-entropy: stamps only, a few bytes per item.
-public struct GroupDigest: Equatable, Hashable, Sendable, Codable {
-    public struct Entry: Equatable, Hashable, Sendable, Codable {
-        public var itemHash: UInt64
-        public var stamp: Stamp
-        public init(itemHash: UInt64, stamp: Stamp) {
-            self.itemHash = itemHash
-            self.stamp = stamp
-        }
-    }
-
-    public var current: Stamp?
-    public var items: [Entry]
-
-    public init(current: Stamp?, items: [Entry]) {
-        self.current = current
-        self.items = items
     }
 }

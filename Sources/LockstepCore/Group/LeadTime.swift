@@ -11,31 +11,32 @@
 /// of milliseconds. A peer that still learns of a command late joins the timeline where it is.
 public enum LeadTime {
     public struct Configuration: Sendable, Equatable {
-        public var floorNs: Int64 = 15 * Nanos.millisecond
-        public var capNs: Int64 = 2 * Nanos.second
+        public var floor: TimeSpan = .milliseconds(15)
+        public var cap: TimeSpan = .seconds(2)
         /// Covers one retransmission after a loss (the first waits at least 10 ms).
-        public var marginNs: Int64 = 15 * Nanos.millisecond
+        public var margin: TimeSpan = .milliseconds(15)
 
         public init() {}
     }
 
     /// One peer's part in the lead.
     public struct Term: Sendable, Equatable {
-        public var roundTripNs: Int64
-        public var clockBoundNs: Int64
-        public var startLatencyNs: Int64
+        public var roundTrip: TimeSpan
+        public var clockBound: TimeSpan
+        public var startLatency: TimeSpan
 
-        public init(roundTripNs: Int64, clockBoundNs: Int64, startLatencyNs: Int64) {
-            self.roundTripNs = roundTripNs
-            self.clockBoundNs = clockBoundNs
-            self.startLatencyNs = startLatencyNs
+        public init(roundTrip: TimeSpan, clockBound: TimeSpan, startLatency: TimeSpan) {
+            self.roundTrip = roundTrip
+            self.clockBound = clockBound
+            self.startLatency = startLatency
         }
 
-        public var total: Int64 { roundTripNs + clockBoundNs + startLatencyNs }
+        /// The term's sum (saturating: a peer's wild numbers give the cap, never a trap).
+        public var total: TimeSpan { roundTrip + clockBound + startLatency }
     }
 
-    public static func lead(_ terms: [Term], configuration: Configuration) -> Int64 {
-        let worst = terms.map(\.total).max() ?? 0
-        return min(max(worst + configuration.marginNs, configuration.floorNs), configuration.capNs)
+    public static func lead(_ terms: [Term], configuration: Configuration) -> TimeSpan {
+        let worst = terms.map(\.total).max() ?? .zero
+        return min(max(worst + configuration.margin, configuration.floor), configuration.cap)
     }
 }

@@ -6,16 +6,16 @@
 /// 1. A new record is sent at once to every reachable peer, asking for an acknowledgement.
 /// 2. Unacknowledged records are sent again, each peer on its own backoff (from twice its round
 ///    trip, doubling), until acknowledged, superseded by a later record, or the peer is lost.
-/// 3. Every `antiEntropyIntervalNs`, and whenever a peer becomes reachable, each peer sends its
+/// 3. Every `antiEntropyInterval`, and whenever a peer becomes reachable, each peer sends its
 ///    digest (the stamps it holds); a peer that holds newer records pushes them, and one that
 ///    lacks some answers with its own digest. Partitions that heal, restarted peers and late
 ///    joiners converge in one round.
 public struct Replica: Sendable {
     public struct Configuration: Sendable, Equatable {
-        public var antiEntropyIntervalNs: Int64 = 1 * Nanos.second
+        public var antiEntropyInterval: TimeSpan = .seconds(1)
         /// The first retransmission waits max(this, 2 × round trip); each next one twice as long.
-        public var minRetransmitNs: Int64 = 10 * Nanos.millisecond
-        public var maxRetransmitNs: Int64 = 500 * Nanos.millisecond
+        public var minRetransmit: TimeSpan = .milliseconds(10)
+        public var maxRetransmit: TimeSpan = .milliseconds(500)
         /// After this many attempts a record is left to anti-entropy.
         public var maxAttempts: Int = 8
 
@@ -38,7 +38,20 @@ public struct Replica: Sendable {
     struct Pending: Sendable {
         var record: Outgoing
         /// Per peer: when to send next, and how many times it was sent.
-        var awaiting: [PeerID: (next: Int64, attempts: Int)]
+        var awaiting: [PeerID: (next: LocalTime, attempts: Int)]
+    }
+
+    /// What happened to a record from a peer.
+    public enum ApplyOutcome: Equatable, Sendable {
+        /// The record is new and now part of the state.
+        case applied
+        /// The state already holds this exact record.
+        case duplicate
+        /// The state holds a later record for the same register (or the record is too old to keep).
+        case superseded
+        /// Its Lamport counter is more than ``Limits/lamportJump`` ahead of everything seen: a
+        /// poisoned record (it would pin the state for good), refused and counted.
+        case lamportTooFarAhead
     }
 
     public let me: PeerID
@@ -48,7 +61,7 @@ public struct Replica: Sendable {
     /// Larger than every stamp seen: the counter of the next command.
     public private(set) var lamport: UInt64 = 0
     var pending: [Stamp: Pending] = [:]
-    var nextAntiEntropy: Int64 = .min
+    var nextAntiEntropy: LocalTime?
 
     public init(me: PeerID, incarnation: UInt64, configuration: Configuration = .init()) {
         self.me = me
@@ -58,31 +71,41 @@ public struct Replica: Sendable {
 
     // MARK: - Issuing
 
-    /// The stamp and version vector for a new command, raising the Lamport clock.
+    /// The stamp and version vector for a new command, raising the Lamport clock (it saturates at
+    /// ``Limits/counter``'s end, which records from peers cannot come near: see ``apply(_:)``).
     public mutating func nextStamp() -> (Stamp, VersionVector) {
-        lamport += 1
+        lamport = min(lamport.addingSaturating(1), Limits.counter.upperBound)
         let stamp = Stamp(lamport: lamport, origin: me, incarnation: incarnation)
         let version = state.version.merged(with: VersionVector([.init(peer: me, counter: lamport)]))
         return (stamp, version)
     }
 
     /// Applies a record this peer issued and queues it for every peer in `to`.
-    public mutating func issue(_ record: Outgoing, to peers: [PeerID], rtt: (PeerID) -> Int64?, now: Int64) {
+    public mutating func issue(_ record: Outgoing, to peers: [PeerID], rtt: (PeerID) -> TimeSpan?, now: LocalTime) {
         _ = apply(record)
-        var awaiting: [PeerID: (next: Int64, attempts: Int)] = [:]
+        var awaiting: [PeerID: (next: LocalTime, attempts: Int)] = [:]
         for p in peers { awaiting[p] = (now + retransmitDelay(rtt(p), attempts: 0), 1) }
         if !awaiting.isEmpty { pending[record.stamp] = Pending(record: record, awaiting: awaiting) }
     }
 
     // MARK: - Receiving
 
-    /// Merges a record from a peer; raises the Lamport clock past it.
+    /// Merges a record from a peer; raises the Lamport clock past it. A record whose counter is far
+    /// ahead of everything seen is refused (review finding H2: one such record would make every
+    /// later command lose the merge).
     @discardableResult
-    public mutating func apply(_ record: Outgoing) -> GroupState.MergeOutcome {
+    public mutating func apply(_ record: Outgoing) -> ApplyOutcome {
+        guard record.stamp.lamport <= lamport.addingSaturating(Limits.lamportJump) else { return .lamportTooFarAhead }
         lamport = max(lamport, record.stamp.lamport)
+        let outcome: GroupState.MergeOutcome
         switch record {
-        case .item(let r): return state.merge(r)
-        case .current(let r): return state.merge(r)
+        case .item(let r): outcome = state.merge(r)
+        case .current(let r): outcome = state.merge(r)
+        }
+        switch outcome {
+        case .applied: return .applied
+        case .duplicate: return .duplicate
+        case .superseded: return .superseded
         }
     }
 
@@ -104,7 +127,7 @@ public struct Replica: Sendable {
     // MARK: - Time
 
     /// Records due for retransmission now, to whom; superseded records are dropped.
-    public mutating func retransmissions(now: Int64, rtt: (PeerID) -> Int64?) -> [(Outgoing, PeerID)] {
+    public mutating func retransmissions(now: LocalTime, rtt: (PeerID) -> TimeSpan?) -> [(Outgoing, PeerID)] {
         var out: [(Outgoing, PeerID)] = []
         for stamp in Array(pending.keys) {
             guard var p = pending[stamp] else { continue }
@@ -126,14 +149,15 @@ public struct Replica: Sendable {
     }
 
     /// True when an anti-entropy round is due (and schedules the next one).
-    public mutating func antiEntropyDue(now: Int64) -> Bool {
-        guard now >= nextAntiEntropy else { return false }
-        nextAntiEntropy = now + configuration.antiEntropyIntervalNs
+    public mutating func antiEntropyDue(now: LocalTime) -> Bool {
+        if let next = nextAntiEntropy, now < next { return false }
+        nextAntiEntropy = now + configuration.antiEntropyInterval
         return true
     }
 
-    public func nextDeadline(now: Int64) -> Int64 {
-        var next = nextAntiEntropy == .min ? now : nextAntiEntropy
+    /// When ``retransmissions(now:rtt:)`` or ``antiEntropyDue(now:)`` next has work.
+    public func nextDeadline(now: LocalTime) -> LocalTime {
+        var next = nextAntiEntropy ?? now
         for p in pending.values {
             for entry in p.awaiting.values { next = min(next, entry.next) }
         }
@@ -141,9 +165,11 @@ public struct Replica: Sendable {
     }
 
     /// The local clock stepped: every retransmission and the anti-entropy round are due now.
-    public mutating func rebase(now: Int64) {
-        for stamp in Array(pending.keys) {
-            for peer in Array(pending[stamp]!.awaiting.keys) { pending[stamp]!.awaiting[peer]!.next = now }
+    public mutating func rebase(now: LocalTime) {
+        for (stamp, p) in pending {
+            var p = p
+            for (peer, entry) in p.awaiting { p.awaiting[peer] = (now, entry.attempts) }
+            pending[stamp] = p
         }
         nextAntiEntropy = now
     }
@@ -158,9 +184,8 @@ public struct Replica: Sendable {
         }
     }
 
-    private func retransmitDelay(_ rtt: Int64?, attempts: Int) -> Int64 {
-        let base = max(configuration.minRetransmitNs, 2 * (rtt ?? configuration.minRetransmitNs))
-        let delay = base << min(attempts, 10)
-        return min(delay, configuration.maxRetransmitNs)
+    private func retransmitDelay(_ rtt: TimeSpan?, attempts: Int) -> TimeSpan {
+        let base = max(configuration.minRetransmit, 2 * (rtt ?? configuration.minRetransmit))
+        return min(base.doubled(min(attempts, 10)), configuration.maxRetransmit)
     }
 }

@@ -3,28 +3,36 @@
 /// Inputs are DNS-SD sightings (from any interface, either address family), static endpoints,
 /// and authenticated datagrams. A peer is *discovered* when DNS-SD names it, *resolved* when it
 /// has addresses, *reachable* while it answers, and *lost* when DNS-SD withdraws it and it does not
-/// answer a last probe, or when it has been silent for `lostAfterNs`. It comes back when heard again.
+/// answer a last probe, or when it has been silent for `lostAfter`. It comes back when heard again.
 ///
 /// Identity is the peer id, never a host or instance name (avahi renames both on conflicts).
 /// A peer seen on several interfaces and families has several paths; one is preferred (the one
 /// last heard on, preferring IPv4, then global IPv6, then link-local), and the others take over
-/// when it goes quiet. A higher incarnation in a peer's datagrams means it restarted.
+/// when it goes quiet. A higher incarnation in a peer's datagrams means it restarted; so does a
+/// lower one from a peer that had gone silent (its incarnation file was lost, or the higher one
+/// was a member's forgery: the real peer must not be locked out for good).
+///
+/// It also runs the introductions: a peer that becomes reachable (or restarts) is sent a `hello`
+/// asking for its own, again every ``Configuration/helloRetry`` until its `hello` (its name)
+/// arrives (``dueHellos(now:)``).
 public struct Membership: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Silent this long: lost.
-        public var lostAfterNs: Int64 = 3 * Nanos.second
+        public var lostAfter: TimeSpan = .seconds(3)
         /// After DNS-SD withdraws the last sighting, wait this long for an answer before calling it lost.
-        public var withdrawalGraceNs: Int64 = 400 * Nanos.millisecond
+        public var withdrawalGrace: TimeSpan = .milliseconds(400)
         /// A preferred path not heard on for this long gives way to another path heard more recently.
-        public var pathFailoverNs: Int64 = 1 * Nanos.second
+        public var pathFailover: TimeSpan = .seconds(1)
         /// Non-preferred paths of a reachable peer are probed this often, so failover has somewhere to go.
-        public var alternateProbeIntervalNs: Int64 = 2 * Nanos.second
+        public var alternateProbeInterval: TimeSpan = .seconds(2)
         /// How often unreachable peers' and static endpoints' addresses are probed.
-        public var probeIntervalNs: Int64 = 500 * Nanos.millisecond
+        public var probeInterval: TimeSpan = .milliseconds(500)
         /// How often lost peers are probed (a healed partition is noticed within this).
-        public var lostProbeIntervalNs: Int64 = 500 * Nanos.millisecond
+        public var lostProbeInterval: TimeSpan = .milliseconds(500)
         /// Lost peers are forgotten after this long.
-        public var forgetAfterNs: Int64 = 10 * 60 * Nanos.second
+        public var forgetAfter: TimeSpan = .seconds(600)
+        /// A peer whose `hello` has not arrived is asked again this often.
+        public var helloRetry: TimeSpan = .seconds(1)
         /// At most this many peers are tracked; more are refused (and counted).
         public var maxPeers: Int = 64
         /// At most this many paths per peer.
@@ -46,8 +54,8 @@ public struct Membership: Sendable {
     public struct Path: Sendable, Equatable {
         public var endpoint: Endpoint
         public var source: PathSource
-        public var lastHeard: Int64?
-        public var lastProbed: Int64?
+        public var lastHeard: LocalTime?
+        public var lastProbed: LocalTime?
     }
 
     /// A DNS-SD sighting: one instance on one interface.
@@ -65,16 +73,21 @@ public struct Membership: Sendable {
         public var name: String
         public var state: State
         /// When `state` last changed.
-        public var since: Int64
-        public var lastHeard: Int64?
+        public var since: LocalTime
+        public var lastHeard: LocalTime?
         public var incarnation: UInt64?
         public var paths: [Path]
         public var preferred: Endpoint?
         /// What DNS-SD currently shows, per instance and interface.
         public var sightings: [Sighting: [Endpoint]]
         /// Set when DNS-SD withdrew the last sighting: lost at this time unless heard before.
-        var withdrawnDeadline: Int64?
-        var withdrawnAt: Int64?
+        var withdrawnDeadline: LocalTime?
+        var withdrawnAt: LocalTime?
+        /// Its `hello` has not arrived yet: ask again at this time.
+        var helloDue: LocalTime?
+
+        /// Discovery vouches for it: DNS-SD shows it, or a configured endpoint leads to it.
+        public var vetted: Bool { !sightings.isEmpty || paths.contains { $0.source != .learned } }
     }
 
     /// What changed, for the node to act on and for `lockstep watch`.
@@ -92,7 +105,7 @@ public struct Membership: Sendable {
     public let me: PeerID
     public private(set) var peers: [PeerID: Peer] = [:]
     /// Static endpoints whose peer is not known yet, and when each was last probed.
-    public private(set) var unidentified: [Endpoint: Int64?] = [:]
+    public private(set) var unidentified: [Endpoint: LocalTime?] = [:]
     private var staticEndpoints: Set<Endpoint> = []
 
     public init(me: PeerID, configuration: Configuration = .init()) {
@@ -103,7 +116,7 @@ public struct Membership: Sendable {
     // MARK: - Inputs
 
     /// A DNS-SD sighting of `peer` (already checked to be in our group and not ourselves).
-    public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Sighting, endpoints: [Endpoint], now: Int64) -> [Event] {
+    public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Sighting, endpoints: [Endpoint], now: LocalTime) -> [Event] {
         guard peer != me else { return [] }
         var events: [Event] = []
         guard var p = existingOrNew(peer, now: now, events: &events) else { return events }
@@ -113,7 +126,7 @@ public struct Membership: Sendable {
         p.sightings[sighting] = endpoints
         p.withdrawnDeadline = nil
         p.withdrawnAt = nil
-        Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfterNs)
+        Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfter)
         if p.state == .discovered || (p.state == .lost && p.lastHeard == nil) {
             transition(&p, to: p.paths.isEmpty ? .discovered : .resolved, now: now, events: &events)
         } else if p.state == .lost {
@@ -125,15 +138,15 @@ public struct Membership: Sendable {
     }
 
     /// DNS-SD withdrew an instance on an interface.
-    public mutating func onWithdrawal(_ sighting: Sighting, now: Int64) -> [Event] {
+    public mutating func onWithdrawal(_ sighting: Sighting, now: LocalTime) -> [Event] {
         guard let id = peers.first(where: { $0.value.sightings[sighting] != nil })?.key, var p = peers[id] else { return [] }
         var events: [Event] = []
         p.sightings[sighting] = nil
-        Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfterNs)
+        Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfter)
         if p.sightings.isEmpty && p.state != .lost {
             // A rename shows as a withdrawal then a new sighting, and a peer may still answer on
             // another path: give it a moment to answer before calling it lost.
-            p.withdrawnDeadline = now + configuration.withdrawalGraceNs
+            p.withdrawnDeadline = now + configuration.withdrawalGrace
             p.withdrawnAt = now
             for i in p.paths.indices { p.paths[i].lastProbed = nil }
             if p.state != .reachable { transition(&p, to: .lost, now: now, events: &events) }
@@ -143,7 +156,7 @@ public struct Membership: Sendable {
     }
 
     /// A static endpoint to contact (its peer id is learnt when it answers).
-    public mutating func addStatic(_ endpoint: Endpoint) {
+    public mutating func onStaticEndpoint(_ endpoint: Endpoint) {
         staticEndpoints.insert(endpoint)
         if !peers.values.contains(where: { $0.paths.contains { $0.endpoint == endpoint } }) {
             unidentified[endpoint] = .some(nil)
@@ -151,39 +164,48 @@ public struct Membership: Sendable {
     }
 
     /// An authenticated datagram from `peer` (incarnation from its envelope) arrived from `endpoint`.
-    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, from endpoint: Endpoint, now: Int64) -> [Event] {
+    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, from endpoint: Endpoint, now: LocalTime) -> [Event] {
         guard peer != me else { return [] }
         var events: [Event] = []
         guard var p = existingOrNew(peer, now: now, events: &events) else { return events }
-        if let known = p.incarnation, incarnation > known {
+        // A higher incarnation is a restart; so is a lower one once the higher one went silent
+        // (the peer lost its incarnation file, or the higher one was never the peer's own).
+        if let known = p.incarnation, incarnation > known || (incarnation < known && p.state == .lost) {
             events.append(.restarted(peer, incarnation: incarnation))
             // A restarted peer has new ports: what we learned from its old life is stale.
             p.paths.removeAll { $0.source == .learned }
             p.preferred = nil
+            p.helloDue = now
+            p.incarnation = incarnation
         }
-        if p.incarnation.map({ incarnation >= $0 }) ?? true { p.incarnation = incarnation }
+        if p.incarnation == nil { p.incarnation = incarnation }
         unidentified[endpoint] = nil
         let source: PathSource = staticEndpoints.contains(endpoint) ? .static : .learned
         Self.addPath(endpoint, source: source, to: &p, limit: configuration.maxPathsPerPeer)
         if let i = p.paths.firstIndex(where: { $0.endpoint == endpoint }) { p.paths[i].lastHeard = now }
         p.lastHeard = now
         if let at = p.withdrawnAt, now >= at { p.withdrawnDeadline = nil }
-        p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailoverNs)
-        if p.state != .reachable { transition(&p, to: .reachable, now: now, events: &events) }
+        p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailover)
+        if p.state != .reachable {
+            transition(&p, to: .reachable, now: now, events: &events)
+            p.helloDue = now
+        }
         peers[peer] = p
         return events
     }
 
-    /// The peer's own name, from its hello.
-    public mutating func onName(_ peer: PeerID, name: String) -> [Event] {
-        guard var p = peers[peer], !name.isEmpty, p.name != name else { return [] }
+    /// The peer's `hello`: its own name (its introduction is complete).
+    public mutating func onHello(_ peer: PeerID, name: String) -> [Event] {
+        guard var p = peers[peer] else { return [] }
+        p.helloDue = nil
+        defer { peers[peer] = p }
+        guard !name.isEmpty, p.name != name else { return [] }
         p.name = name
-        peers[peer] = p
         return [.renamed(peer, name: name)]
     }
 
     /// The peer said goodbye: lost now.
-    public mutating func onGoodbye(_ peer: PeerID, now: Int64) -> [Event] {
+    public mutating func onGoodbye(_ peer: PeerID, now: LocalTime) -> [Event] {
         guard var p = peers[peer], p.state != .lost else { return [] }
         var events: [Event] = []
         transition(&p, to: .lost, now: now, events: &events)
@@ -192,21 +214,21 @@ public struct Membership: Sendable {
     }
 
     /// Time passes: lost detection, path failover, forgetting.
-    public mutating func onTick(now: Int64) -> [Event] {
+    public mutating func onTick(now: LocalTime) -> [Event] {
         var events: [Event] = []
-        for id in Array(peers.keys) {
+        for id in peers.keys.sorted() {
             guard var p = peers[id] else { continue }
             if p.state == .reachable {
-                let silent = p.lastHeard.map { now - $0 >= configuration.lostAfterNs } ?? true
+                let silent = p.lastHeard.map { now - $0 >= configuration.lostAfter } ?? true
                 let withdrawn = p.withdrawnDeadline.map { now >= $0 } ?? false
                 if silent || withdrawn {
                     p.withdrawnDeadline = nil
                     transition(&p, to: .lost, now: now, events: &events)
                 } else {
-                    p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailoverNs)
+                    p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailover)
                 }
             } else if p.state == .lost {
-                if now - p.since >= configuration.forgetAfterNs {
+                if now - p.since >= configuration.forgetAfter {
                     peers[id] = nil
                     events.append(.forgotten(id))
                     continue
@@ -220,12 +242,13 @@ public struct Membership: Sendable {
 
     /// The local clock stepped: times kept are rewritten as "now", so that nothing looks silent
     /// or overdue because of the step.
-    public mutating func rebase(now: Int64) {
+    public mutating func onLocalClockStep(now: LocalTime) {
         for id in Array(peers.keys) {
             guard var p = peers[id] else { continue }
             p.since = now
             if p.lastHeard != nil { p.lastHeard = now }
-            p.withdrawnDeadline = p.withdrawnDeadline.map { _ in now + configuration.withdrawalGraceNs }
+            if p.helloDue != nil { p.helloDue = now }
+            p.withdrawnDeadline = p.withdrawnDeadline.map { _ in now + configuration.withdrawalGrace }
             p.withdrawnAt = p.withdrawnAt.map { _ in now }
             for i in p.paths.indices {
                 if p.paths[i].lastHeard != nil { p.paths[i].lastHeard = now }
@@ -241,9 +264,9 @@ public struct Membership: Sendable {
     /// Endpoints to probe now (peers not reachable, alternate paths of reachable peers, static
     /// endpoints not identified yet), marking them probed. The preferred path of a reachable peer
     /// is kept alive by the clock exchanges, not by probes.
-    public mutating func probes(now: Int64) -> [Endpoint] {
+    public mutating func dueProbes(now: LocalTime) -> [Endpoint] {
         var out: [Endpoint] = []
-        for id in Array(peers.keys) {
+        for id in peers.keys.sorted() {
             guard var p = peers[id] else { continue }
             var changed = false
             for i in p.paths.indices {
@@ -256,40 +279,60 @@ public struct Membership: Sendable {
             }
             if changed { peers[id] = p }
         }
-        for (endpoint, last) in unidentified where last.map({ now - $0 >= configuration.probeIntervalNs }) ?? true {
+        for (endpoint, last) in unidentified where last.map({ now - $0 >= configuration.probeInterval }) ?? true {
             unidentified[endpoint] = .some(now)
             out.append(endpoint)
         }
         return out
     }
 
+    /// Reachable peers whose `hello` is due now (they have not introduced themselves yet),
+    /// marking them asked; each is asked again after ``Configuration/helloRetry``.
+    public mutating func dueHellos(now: LocalTime) -> [PeerID] {
+        var out: [PeerID] = []
+        for id in peers.keys.sorted() {
+            guard var p = peers[id], let due = p.helloDue, due <= now else { continue }
+            guard p.state == .reachable else {
+                p.helloDue = nil
+                peers[id] = p
+                continue
+            }
+            p.helloDue = now + configuration.helloRetry
+            peers[id] = p
+            out.append(id)
+        }
+        return out
+    }
+
     /// How often `path` of `p` is probed; nil if it is not.
-    private func probeInterval(_ p: Peer, _ path: Path) -> Int64? {
+    private func probeInterval(_ p: Peer, _ path: Path) -> TimeSpan? {
         switch p.state {
         case .reachable:
-            if p.withdrawnDeadline != nil { return configuration.probeIntervalNs }
-            return path.endpoint == p.preferred ? nil : configuration.alternateProbeIntervalNs
+            if p.withdrawnDeadline != nil { return configuration.probeInterval }
+            return path.endpoint == p.preferred ? nil : configuration.alternateProbeInterval
         case .discovered, .resolved:
-            return configuration.probeIntervalNs
+            return configuration.probeInterval
         case .lost:
-            if p.withdrawnDeadline != nil { return configuration.probeIntervalNs }
+            if p.withdrawnDeadline != nil { return configuration.probeInterval }
             // Withdrawn by DNS-SD and silent: probe only what DNS-SD still shows, what was
             // configured, or what the peer itself used (a healed partition brings that back).
-            if !p.sightings.isEmpty || path.source != .mdns { return configuration.lostProbeIntervalNs }
+            if !p.sightings.isEmpty || path.source != .mdns { return configuration.lostProbeInterval }
             return nil
         }
     }
 
-    /// The earliest time at which ``onTick(now:)`` or ``probes(now:)`` has something to do.
-    public func nextDeadline(after now: Int64) -> Int64 {
-        var next = Int64.max
+    /// The earliest time at which ``onTick(now:)``, ``dueProbes(now:)`` or ``dueHellos(now:)``
+    /// has something to do.
+    public func nextDeadline(now: LocalTime) -> LocalTime {
+        var next = LocalTime.distantFuture
         for p in peers.values {
             switch p.state {
             case .reachable:
-                if let h = p.lastHeard { next = min(next, h + configuration.lostAfterNs) }
+                if let h = p.lastHeard { next = min(next, h + configuration.lostAfter) }
                 if let w = p.withdrawnDeadline { next = min(next, w) }
+                if let d = p.helloDue { next = min(next, d) }
             case .lost:
-                next = min(next, p.since + configuration.forgetAfterNs)
+                next = min(next, p.since + configuration.forgetAfter)
                 if let w = p.withdrawnDeadline { next = min(next, w) }
             case .discovered, .resolved:
                 break
@@ -298,12 +341,23 @@ public struct Membership: Sendable {
                 if let interval = probeInterval(p, path) { next = min(next, (path.lastProbed ?? now) + interval) }
             }
         }
-        for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeIntervalNs) }
+        for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeInterval) }
         return max(next, now)
     }
 
+    /// The reachable peers, by id.
     public var reachable: [PeerID] {
         peers.values.filter { $0.state == .reachable }.map(\.id).sorted()
+    }
+
+    /// Every reachable peer's route, for ``PeerClocks``.
+    public var routes: [PeerID: PeerClocks.Route] {
+        var out: [PeerID: PeerClocks.Route] = [:]
+        for p in peers.values where p.state == .reachable {
+            guard let e = endpoint(of: p.id) else { continue }
+            out[p.id] = PeerClocks.Route(endpoint: e, incarnation: p.incarnation, vetted: p.vetted)
+        }
+        return out
     }
 
     public func isReachable(_ peer: PeerID) -> Bool { peers[peer]?.state == .reachable }
@@ -311,12 +365,12 @@ public struct Membership: Sendable {
     /// Where to send to `peer`: its preferred path, else the most recently heard, else any.
     public func endpoint(of peer: PeerID) -> Endpoint? {
         guard let p = peers[peer] else { return nil }
-        return p.preferred ?? p.paths.max { ($0.lastHeard ?? .min) < ($1.lastHeard ?? .min) }?.endpoint
+        return p.preferred ?? p.paths.max { ($0.lastHeard ?? .distantPast) < ($1.lastHeard ?? .distantPast) }?.endpoint
     }
 
     // MARK: - Helpers
 
-    private mutating func existingOrNew(_ id: PeerID, now: Int64, events: inout [Event]) -> Peer? {
+    private mutating func existingOrNew(_ id: PeerID, now: LocalTime, events: inout [Event]) -> Peer? {
         if let p = peers[id] { return p }
         guard peers.count < configuration.maxPeers else {
             events.append(.refused(id))
@@ -327,7 +381,7 @@ public struct Membership: Sendable {
         return p
     }
 
-    private func transition(_ p: inout Peer, to state: State, now: Int64, events: inout [Event]) {
+    private func transition(_ p: inout Peer, to state: State, now: LocalTime, events: inout [Event]) {
         guard p.state != state else { return }
         events.append(.stateChanged(p.id, from: p.state, to: state))
         p.state = state
@@ -336,7 +390,7 @@ public struct Membership: Sendable {
 
     /// Makes the DNS-SD paths exactly what the current sightings show. A path DNS-SD no longer
     /// shows but the peer still uses stays, as a learned one.
-    private static func syncDNSPaths(_ p: inout Peer, now: Int64, limit: Int, keepHeardWithin: Int64) {
+    private static func syncDNSPaths(_ p: inout Peer, now: LocalTime, limit: Int, keepHeardWithin: TimeSpan) {
         let shown = Set(p.sightings.values.joined())
         p.paths.removeAll { path in
             guard path.source == .mdns, !shown.contains(path.endpoint) else { return false }
@@ -357,7 +411,7 @@ public struct Membership: Sendable {
         }
         if p.paths.count >= limit {
             // Drop the path heard from longest ago (never heard counts as oldest).
-            guard let oldest = p.paths.indices.min(by: { (p.paths[$0].lastHeard ?? .min) < (p.paths[$1].lastHeard ?? .min) }) else { return }
+            guard let oldest = p.paths.indices.min(by: { (p.paths[$0].lastHeard ?? .distantPast) < (p.paths[$1].lastHeard ?? .distantPast) }) else { return }
             p.paths.remove(at: oldest)
         }
         p.paths.append(Path(endpoint: e, source: source, lastHeard: nil, lastProbed: nil))
@@ -372,16 +426,19 @@ public struct Membership: Sendable {
 
     /// Keeps the preferred path while it is heard; otherwise the best-ranked path heard more
     /// recently than it (alternates are probed every few seconds, so they stay fresh).
-    static func choosePath(_ p: Peer, now: Int64, failover: Int64) -> Endpoint? {
+    static func choosePath(_ p: Peer, now: LocalTime, failover: TimeSpan) -> Endpoint? {
         let current = p.preferred.flatMap { e in p.paths.first { $0.endpoint == e } }
         if let current, let heard = current.lastHeard, now - heard < failover { return current.endpoint }
-        let floor = current?.lastHeard ?? .min
-        let better = p.paths.filter { ($0.lastHeard ?? .min) > floor && $0.endpoint != current?.endpoint }
+        let floor = current?.lastHeard ?? .distantPast
+        let better = p.paths.filter { ($0.lastHeard ?? .distantPast) > floor && $0.endpoint != current?.endpoint }
         let windowStart = now - 4 * failover
-        let candidates = better.filter { ($0.lastHeard ?? .min) >= windowStart }
-        if let best = (candidates.isEmpty ? better : candidates).min(by: { (rank($0.endpoint), -($0.lastHeard ?? 0)) < (rank($1.endpoint), -($1.lastHeard ?? 0)) }) {
+        let candidates = better.filter { ($0.lastHeard ?? .distantPast) >= windowStart }
+        // The best-ranked family, then the most recently heard.
+        if let best = (candidates.isEmpty ? better : candidates).min(by: {
+            (rank($0.endpoint), ($1.lastHeard ?? .distantPast).ns) < (rank($1.endpoint), ($0.lastHeard ?? .distantPast).ns)
+        }) {
             return best.endpoint
         }
-        return current?.endpoint ?? p.paths.max { ($0.lastHeard ?? .min) < ($1.lastHeard ?? .min) }?.endpoint
+        return current?.endpoint ?? p.paths.max { ($0.lastHeard ?? .distantPast) < ($1.lastHeard ?? .distantPast) }?.endpoint
     }
 }

@@ -1,10 +1,20 @@
-/// One agent's protocol logic, whole: membership, clock estimation, and (in the files beside
-/// this one) group state and player coordination. A value type with no I/O: every input is an
-/// `on…` call with the current time, every output a ``NodeDirective`` for the shell to carry out.
+/// One agent's protocol logic: a thin router over one pure instance per protocol.
 ///
-/// Times are on the node's *local clock*: the agent's device clock (the host's monotonic clock
-/// in production; a simulated one in tests). Several nodes with a simulated network between them
-/// make a deterministic, sleep-free simulation of a whole group (see `Tests/LockstepCoreTests`).
+/// - ``Membership``: who the peers are, their paths, reachability, introductions (`hello`);
+/// - ``PeerClocks``: clock exchanges, estimates, the mesh of gossiped estimates;
+/// - ``Dissemination``: the replicated group state and every peer's players;
+/// - ``Coordinator``: the players connected to this agent (SharePlay's semantics).
+///
+/// The node passes each input to the instance whose protocol it belongs to, hands each
+/// instance what it needs of the others (routes, round trips, a ``GroupView``), turns their
+/// directives into ``NodeDirective``s for the shell (peers by id become endpoints), and lets the
+/// coordinator catch up whenever the group, the participants or reachability changed. It keeps
+/// no protocol state of its own.
+///
+/// Every input is an `on…` call with the current local time (the agent's device clock: the
+/// host's monotonic clock in production, a simulated one in tests); a value type with no I/O, so
+/// several nodes with a simulated network between them make a deterministic, sleep-free
+/// simulation of a whole group.
 public struct Node: Sendable {
     public struct Identity: Sendable, Equatable {
         public var peer: PeerID
@@ -20,180 +30,110 @@ public struct Node: Sendable {
 
     public struct Configuration: Sendable {
         public var membership = Membership.Configuration()
-        public var estimator = ClockEstimator.Configuration()
-        public var exchanges = ExchangeScheduler.Configuration()
-        public var transmitStamps = TransmitStamps.Configuration()
-        public var mesh = MeshClock.Configuration()
-        /// How often direct clock estimates are gossiped to the peers, for closure checks.
-        public var clockReportIntervalNs: Int64 = 1 * Nanos.second
+        public var clocks = PeerClocks.Configuration()
         public var replica = Replica.Configuration()
-        public var lead = LeadTime.Configuration()
-        public var sync = SyncPolicy.Configuration()
-        /// Suspension reasons that make the group wait (held) instead of playing on without the
-        /// suspended player (SharePlay's `suspensionReasonsThatTriggerWaiting`).
-        public var waitingReasons: Set<String> = []
-        /// A group waiting for readiness starts anyway after this long; laggards catch up later.
-        public var waitTimeoutNs: Int64 = 8 * Nanos.second
+        public var coordinator = Coordinator.Configuration()
 
         public init() {}
-    }
-
-    /// The clock exchanges with one reachable peer.
-    public struct PeerClock: Sendable {
-        public var estimator: ClockEstimator
-        public var scheduler: ExchangeScheduler
-        /// Kernel transmit times of this peer's exchanges: our requests', and its replies' (follow-ups).
-        public var stamps: TransmitStamps
-        var nextExchange: UInt32 = 0
-        /// Where the outstanding exchanges went (a reply from another path is not a sample of this one).
-        var sentTo: Endpoint?
-        public var lost: UInt64 = 0
-        public var rejected: UInt64 = 0
-        /// Samples whose send times were both the kernel's (t1 and, from a follow-up, t3).
-        public var kernelStamped: UInt64 = 0
-        /// Whether the last sample used had both send times from the kernel.
-        public var lastKernelStamped = false
-
-        init(now: Int64, configuration: Configuration) {
-            estimator = ClockEstimator(configuration: configuration.estimator)
-            scheduler = ExchangeScheduler(configuration: configuration.exchanges, appearedAtLocal: now)
-            stamps = TransmitStamps(configuration: configuration.transmitStamps)
-        }
     }
 
     public let identity: Identity
     public let configuration: Configuration
     public private(set) var membership: Membership
-    public private(set) var clocks: [PeerID: PeerClock] = [:]
-    public private(set) var mesh: MeshClock
-    private var nextClockReport: Int64 = .min
-    /// Reachable peers whose hello (their name) has not arrived yet, and when to ask again: a
-    /// hello lost on a lossy link is asked for until one gets through.
-    private var helloDue: [PeerID: Int64] = [:]
-    /// How often a missing hello is asked for again.
-    static let helloRetryNs: Int64 = 1 * Nanos.second
-    /// The group state and its dissemination.
-    public internal(set) var replica: Replica
-    /// Every peer's players, as they last said (this node's own included).
-    public internal(set) var participants: [PeerID: ParticipantRecord] = [:]
-    /// For records relayed by a peer other than their origin: the anchor on the relay's clock.
-    var relayAnchors: [Stamp: (via: PeerID, anchorTime: Int64, boundNs: Int64)] = [:]
-    /// The players connected to this agent.
-    public internal(set) var players: [UInt32: PlayerSession] = [:]
+    public private(set) var clocks: PeerClocks
+    public private(set) var group: Dissemination
+    public private(set) var coordinator: Coordinator
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
         self.configuration = configuration
         self.membership = Membership(me: identity.peer, configuration: configuration.membership)
-        self.mesh = MeshClock(localID: identity.peer, configuration: configuration.mesh)
-        self.replica = Replica(me: identity.peer, incarnation: identity.incarnation, configuration: configuration.replica)
-        self.participants[identity.peer] = ParticipantRecord(peer: identity.peer, incarnation: identity.incarnation, version: 0, players: [])
+        self.clocks = PeerClocks(me: identity.peer, configuration: configuration.clocks)
+        self.group = Dissemination(me: identity.peer, incarnation: identity.incarnation, configuration: configuration.replica)
+        self.coordinator = Coordinator(me: identity.peer, configuration: configuration.coordinator)
     }
 
     // MARK: - Discovery
 
     /// DNS-SD saw `peer` (in our group) on an interface, with these addresses.
-    public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Membership.Sighting, endpoints: [Endpoint], now: Int64) -> [NodeDirective] {
-        var out = apply(membership.onSighting(peer, name: name, sighting: sighting, endpoints: endpoints, now: now), now: now)
+    public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Membership.Sighting, endpoints: [Endpoint], now: LocalTime) -> [NodeDirective] {
+        var out = route(membership.onSighting(peer, name: name, sighting: sighting, endpoints: endpoints, now: now), now: now)
         out += onTick(now: now)
         return out
     }
 
     /// DNS-SD withdrew a sighting.
-    public mutating func onWithdrawal(_ sighting: Membership.Sighting, now: Int64) -> [NodeDirective] {
-        var out = apply(membership.onWithdrawal(sighting, now: now), now: now)
+    public mutating func onWithdrawal(_ sighting: Membership.Sighting, now: LocalTime) -> [NodeDirective] {
+        var out = route(membership.onWithdrawal(sighting, now: now), now: now)
         out += onTick(now: now)
         return out
     }
 
     /// A peer to contact without discovery.
-    public mutating func addStatic(_ endpoint: Endpoint, now: Int64) -> [NodeDirective] {
-        membership.addStatic(endpoint)
+    public mutating func onStaticEndpoint(_ endpoint: Endpoint, now: LocalTime) -> [NodeDirective] {
+        membership.onStaticEndpoint(endpoint)
         return onTick(now: now)
     }
 
     // MARK: - Datagrams
 
     /// An authenticated message from `sender` arrived from `source` at `receivedAt` (kernel time).
-    public mutating func onMessage(_ message: PeerMessage, from sender: PeerID, incarnation: UInt64, source: Endpoint, receivedAt: Int64, now: Int64) -> [NodeDirective] {
-        var out = apply(membership.onHeard(sender, incarnation: incarnation, from: source, now: receivedAt), now: now)
+    public mutating func onMessage(
+        _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, source: Endpoint, receivedAt: LocalTime, now: LocalTime
+    ) -> [NodeDirective] {
+        var out = route(membership.onHeard(sender, incarnation: incarnation, from: source, now: receivedAt), now: now)
         switch message {
         case .clockRequest(let exchange, let t1):
-            // t3 is stamped by the shell at the moment the reply leaves.
-            out.append(.send(.clockReply(exchange: exchange, t1: t1, t2: receivedAt, t3: 0), to: source))
-        case .clockReply(let exchange, let t1, let t2, let t3):
-            onClockReply(sender, exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), source: source, now: now)
-        case .clockFollowUp(let exchange, let t1, let t3):
-            guard var c = clocks[sender] else { break }
-            let ready = c.stamps.onFollowUp(exchange: exchange, t1: t1, t3: t3)
-            clocks[sender] = c
-            if let ready { ingest(ready, from: sender) }
+            out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source))
+        case .clockReply(let exchange, let echo, let t2, let t3):
+            out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
+        case .clockFollowUp(let exchange, let echo, let t3):
+            clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3)
+        case .clockReport(let report):
+            clocks.onReport(report, from: sender, route: membership.routes[sender], incarnation: { membership.peers[$0]?.incarnation }, now: now)
         case .hello(let name, let wantsReply):
-            helloDue[sender] = nil
-            out += apply(membership.onName(sender, name: name), now: now)
+            out += route(membership.onHello(sender, name: name), now: now)
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
         case .goodbye:
-            out += apply(membership.onGoodbye(sender, now: now), now: now)
-        case .itemRecord, .currentRecord, .ack, .digest, .participant:
-            out += onGroupMessage(message, from: sender, source: source, now: now)
-        case .clockReport(let report):
-            for entry in report.entries where entry.peer != identity.peer {
-                // A report about an earlier life of its target measured another clock epoch.
-                if let known = membership.peers[entry.peer]?.incarnation, entry.incarnation < known { continue }
-                mesh.updateReport(from: sender, target: entry.peer, estimate: entry.estimate, receivedAtLocal: now)
-            }
-        default:
+            out += route(membership.onGoodbye(sender, now: now), now: now)
+        case .itemRecord(let record, let relay, let wantsAck):
+            out += run(group.onItemRecord(record, relay: relay, wantsAck: wantsAck, from: sender, source: source), from: sender)
+        case .currentRecord(let record, let wantsAck):
+            out += run(group.onCurrentRecord(record, wantsAck: wantsAck, source: source), from: sender)
+        case .ack(let stamp):
+            group.onAck(stamp, from: sender)
+        case .digest(let digest, let participants, let wantsReply):
+            let reachable = Set(membership.reachable)
+            out += run(
+                group.onDigest(
+                    digest, participants: participants, wantsReply: wantsReply, from: sender, source: source, reachable: reachable.contains,
+                    now: now, timelines: timelines), from: sender)
+        case .participant(let record):
+            let reachable = Set(membership.reachable)
+            out += run(group.onParticipant(record, from: sender, reachable: reachable.contains), from: sender)
+        case .keyUpdate, .keyAck:
+            // The group key's protocol lives with the keys, in the shell's wire module.
             break
         }
-        if out.contains(where: \.affectsPlayers) {
-            out += refreshPlayers(now: now)
-        }
-        return out
+        out += hellos(now: now)
+        return settle(out, now: now)
     }
 
-    private mutating func onClockReply(_ peer: PeerID, exchange: UInt32, sample: ClockSample, source: Endpoint, now: Int64) {
-        guard exchange != 0, var c = clocks[peer] else { return }
-        guard case .matched = c.scheduler.onReply(exchangeID: UInt64(exchange), atLocal: sample.t4) else { return }
-        guard c.sentTo == nil || c.sentTo == source else {
-            clocks[peer] = c
-            return
-        }
-        let ready = c.stamps.onReply(exchange: exchange, sample: sample, now: now)
-        clocks[peer] = c
-        if let ready { ingest(ready, from: peer) }
-    }
-
-    /// A complete sample (its follow-up in, or not coming) goes to the estimator.
-    private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID) {
-        guard var c = clocks[peer] else { return }
-        let sample = ready.sample
-        let verdict = c.estimator.onSample(sample)
-        c.scheduler.onVerdict(verdict, atLocal: sample.t4)
-        switch verdict {
-        case .clockStepped:
-            c.scheduler.restartBurst(atLocal: sample.t4)
-            mesh.removePeer(peer)
-        case .accepted:
-            c.lastKernelStamped = ready.kernelT1 && ready.kernelT3
-            if c.lastKernelStamped { c.kernelStamped += 1 }
-        default:
-            c.rejected += 1
-        }
-        if let estimate = c.estimator.estimate(atLocal: sample.t4) { mesh.updateLocal(peer: peer, estimate: estimate) }
-        clocks[peer] = c
+    /// The shell sent clock request `exchange` to `destination` carrying `t1`.
+    public mutating func onClockRequestSent(exchange: UInt32, to destination: Endpoint, t1: LocalTime) {
+        clocks.onRequestSent(exchange: exchange, to: destination, t1: t1)
     }
 
     /// The kernel says `message` (a clock request or reply, as sent) left for `destination` at
-    /// `sentAt` (local clock). A request's time replaces its `t1` when the reply comes; a reply's
-    /// goes to the requester in a follow-up.
-    public mutating func onTransmitted(_ message: PeerMessage, to destination: Endpoint, at sentAt: Int64, now: Int64) -> [NodeDirective] {
+    /// `sentAt`. A request's time replaces its `t1` when the reply comes; a reply's goes to the
+    /// requester in a follow-up.
+    public mutating func onTransmitted(_ message: PeerMessage, to destination: Endpoint, at sentAt: LocalTime) -> [NodeDirective] {
         switch message {
-        case .clockRequest(let exchange, let t1) where exchange != 0:
-            guard let peer = clocks.first(where: { $0.value.sentTo == destination })?.key else { return [] }
-            clocks[peer]?.stamps.onRequestTransmitted(exchange: exchange, t1: t1, at: sentAt)
+        case .clockRequest(let exchange, let t1):
+            clocks.onRequestTransmitted(exchange: exchange, t1: LocalTime(ours: t1), to: destination, at: sentAt)
             return []
-        case .clockReply(let exchange, let t1, _, _) where exchange != 0:
-            return [.send(.clockFollowUp(exchange: exchange, t1: t1, t3: sentAt), to: destination)]
+        case .clockReply(let exchange, let echo, _, _):
+            return run(clocks.onReplyTransmitted(exchange: exchange, echo: echo, to: destination, at: sentAt))
         default:
             return []
         }
@@ -201,78 +141,29 @@ public struct Node: Sendable {
 
     // MARK: - Time
 
-    /// Time passes: lost peers, probes, clock exchanges.
-    public mutating func onTick(now: Int64) -> [NodeDirective] {
-        var out = apply(membership.onTick(now: now), now: now)
-        for endpoint in membership.probes(now: now) {
-            out.append(.send(.clockRequest(exchange: 0, t1: 0), to: endpoint))
+    /// Time passes: lost peers, probes, introductions, clock exchanges, retransmissions,
+    /// anti-entropy, waiting timelines.
+    public mutating func onTick(now: LocalTime) -> [NodeDirective] {
+        var out = route(membership.onTick(now: now), now: now)
+        for endpoint in membership.dueProbes(now: now) {
+            out.append(.sendClockRequest(exchange: 0, to: endpoint))
         }
-        for (peer, due) in helloDue where due <= now {
-            guard membership.isReachable(peer) else {
-                helloDue[peer] = nil
-                continue
-            }
-            out += askHello(peer, now: now)
-        }
-        for peer in membership.reachable {
-            guard var c = clocks[peer], let endpoint = membership.endpoint(of: peer) else { continue }
-            c.lost += UInt64(c.scheduler.expire(atLocal: now).count)
-            let late = c.stamps.expire(now: now)
-            if !late.isEmpty {
-                clocks[peer] = c
-                for ready in late { ingest(ready, from: peer) }
-                guard let updated = clocks[peer] else { continue }
-                c = updated
-            }
-            let estimate = c.estimator.estimate(atLocal: now)
-            if c.scheduler.shouldSend(atLocal: now, estimate: estimate) {
-                c.nextExchange = c.nextExchange == .max ? 1 : c.nextExchange + 1
-                c.scheduler.onSent(exchangeID: UInt64(c.nextExchange), atLocal: now)
-                if c.sentTo != endpoint {
-                    // A new path: samples from the old one must not mix with this one's.
-                    c.sentTo = endpoint
-                }
-                out.append(.send(.clockRequest(exchange: c.nextExchange, t1: 0), to: endpoint))
-            }
-            clocks[peer] = c
-        }
-        out += onGroupTick(now: now)
-        out += refreshPlayers(now: now)
-        if now >= nextClockReport {
-            nextClockReport = now + configuration.clockReportIntervalNs
-            mesh.expire(atLocal: now)
-            out += clockReports()
-        }
-        return out
-    }
-
-    /// This node's direct estimates, to every reachable peer, in datagram-sized pieces.
-    private func clockReports() -> [NodeDirective] {
-        let entries: [ClockReport.Entry] = mesh.directEstimates.compactMap { peer, estimate in
-            guard let incarnation = membership.peers[peer]?.incarnation else { return nil }
-            return ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: estimate)
-        }.sorted { $0.peer < $1.peer }
-        guard !entries.isEmpty else { return [] }
-        var out: [NodeDirective] = []
-        for start in stride(from: 0, to: entries.count, by: PeerMessage.maxReportEntries) {
-            let chunk = Array(entries[start..<min(start + PeerMessage.maxReportEntries, entries.count)])
-            for peer in membership.reachable {
-                guard let endpoint = membership.endpoint(of: peer) else { continue }
-                out.append(.send(.clockReport(ClockReport(entries: chunk.filter { $0.peer != peer })), to: endpoint))
-            }
-        }
-        return out
+        out += hellos(now: now)
+        out += run(clocks.onTick(now: now, routes: membership.routes))
+        let peers = membership.reachable
+        let rtts = roundTrips(now: now)
+        out += run(group.onTick(now: now, peers: peers, rtt: { rtts[$0] }, timelines: timelines), from: nil)
+        return settle(out, now: now, always: true)
     }
 
     /// When ``onTick(now:)`` next has work.
-    public func nextDeadline(now: Int64) -> Int64 {
-        var next = min(membership.nextDeadline(after: now), nextClockReport == .min ? now : nextClockReport)
-        next = min(next, replica.nextDeadline(now: now))
-        next = min(next, playersDeadline(now: now))
-        next = min(next, helloDue.values.min() ?? .max)
-        for (peer, c) in clocks where membership.isReachable(peer) {
-            next = min(next, c.scheduler.nextWakeup(atLocal: now, estimate: c.estimator.estimate(atLocal: now)))
-            next = min(next, c.stamps.nextDeadline ?? .max)
+    public func nextDeadline(now: LocalTime) -> LocalTime {
+        var next = membership.nextDeadline(now: now)
+        next = min(next, clocks.nextDeadline(now: now, routes: membership.routes))
+        next = min(next, group.nextDeadline(now: now))
+        // Only a waiting record has a coordinator deadline (its wait timeout); the view is not free.
+        if group.state.items.values.contains(where: { $0.timeline.phase == .waiting }) {
+            next = min(next, coordinator.nextDeadline(view: view, now: now))
         }
         return max(next, now)
     }
@@ -281,75 +172,205 @@ public struct Node: Sendable {
     /// time kept on the old scale is now meaningless: clock estimates start afresh with a burst,
     /// peers count as just heard, and retransmissions and reports are due at once. Records this
     /// node issued before the step keep their anchors (they are on the old scale) until superseded.
-    public mutating func onLocalClockStep(now: Int64) -> [NodeDirective] {
-        membership.rebase(now: now)
-        for peer in Array(clocks.keys) {
-            clocks[peer] = PeerClock(now: now, configuration: configuration)
-            mesh.removePeer(peer)
-        }
-        replica.rebase(now: now)
-        for peer in Array(helloDue.keys) { helloDue[peer] = now }
-        nextClockReport = now
+    public mutating func onLocalClockStep(now: LocalTime) -> [NodeDirective] {
+        membership.onLocalClockStep(now: now)
+        clocks.onLocalClockStep(now: now)
+        group.onLocalClockStep(now: now)
         return onTick(now: now)
     }
 
     /// What to send before shutting down: a goodbye to every reachable peer.
-    public func shutdown() -> [NodeDirective] {
+    public func onShutdown() -> [NodeDirective] {
         membership.reachable.compactMap { peer in membership.endpoint(of: peer).map { .send(.goodbye, to: $0) } }
+    }
+
+    // MARK: - Players and commands
+
+    /// A player said hello (`info` within ``Limits``).
+    public mutating func onPlayerHello(id: UInt32, info: PlayerSession.Info, now: LocalTime) -> [NodeDirective] {
+        settle(run(coordinator.onPlayerHello(id: id, info: info), now: now), now: now)
+    }
+
+    /// A player disconnected.
+    public mutating func onPlayerGone(id: UInt32, now: LocalTime) -> [NodeDirective] {
+        settle(run(coordinator.onPlayerGone(id: id), now: now), now: now, always: true)
+    }
+
+    /// The player loaded `item`, with the group or alone (`solo`).
+    public mutating func onPlayerLoad(id: UInt32, item: ItemID, metadata: ItemMetadata, solo: Bool, now: LocalTime) -> [NodeDirective] {
+        let d = coordinator.onPlayerLoad(id: id, item: item, metadata: metadata, solo: solo, view: view, now: now)
+        return settle(run(d, now: now), now: now, always: true)
+    }
+
+    /// The player loads what the group plays.
+    public mutating func onPlayerJoinGroup(id: UInt32, now: LocalTime) -> [NodeDirective] {
+        let d = coordinator.onPlayerJoinGroup(id: id, view: view, now: now)
+        return settle(run(d, now: now), now: now, always: true)
+    }
+
+    /// The player left its item.
+    public mutating func onPlayerUnload(id: UInt32, now: LocalTime) -> [NodeDirective] {
+        settle(run(coordinator.onPlayerUnload(id: id), now: now), now: now, always: true)
+    }
+
+    /// The player is ready, or not.
+    public mutating func onPlayerReadiness(id: UInt32, _ readiness: PlayerStatus.Readiness, now: LocalTime) -> [NodeDirective] {
+        settle(run(coordinator.onPlayerReadiness(id: id, readiness), now: now), now: now, always: true)
+    }
+
+    /// A transport intent from the player's own UI.
+    public mutating func onPlayerIntent(id: UInt32, _ command: GroupCommand, now: LocalTime) -> [NodeDirective] {
+        let d = coordinator.onPlayerIntent(id: id, command, view: view, now: now)
+        return settle(run(d, now: now), now: now, always: true)
+    }
+
+    /// The player starts without waiting for the others.
+    public mutating func onPlayerPlayImmediately(id: UInt32, rate: Double?, now: LocalTime) -> [NodeDirective] {
+        let d = coordinator.onPlayerPlayImmediately(id: id, rate: rate, view: view, now: now)
+        return settle(run(d, now: now), now: now, always: true)
+    }
+
+    /// The player reports where it was at `at`.
+    public mutating func onPlayerPosition(id: UInt32, position: MediaPosition, at: LocalTime, now: LocalTime) -> [NodeDirective] {
+        run(coordinator.onPlayerPosition(id: id, position: position, at: at, view: view, now: now), now: now)
+    }
+
+    /// The player leaves group playback for a while.
+    public mutating func onPlayerBeginSuspension(id: UInt32, reason: SuspensionReason, now: LocalTime) -> [NodeDirective] {
+        settle(run(coordinator.onPlayerBeginSuspension(id: id, reason: reason), now: now), now: now, always: true)
+    }
+
+    /// The player ends a suspension (its latest when `suspension` is nil), perhaps moving the group.
+    public mutating func onPlayerEndSuspension(id: UInt32, suspension: UInt32?, proposedPosition: MediaPosition?, now: LocalTime) -> [NodeDirective] {
+        let d = coordinator.onPlayerEndSuspension(id: id, suspension: suspension, proposedPosition: proposedPosition, view: view, now: now)
+        return settle(run(d, now: now), now: now, always: true)
+    }
+
+    /// A command for the group (the CLI's), for `item` (default: the group's item).
+    public mutating func onCommand(_ command: GroupCommand, item: ItemID? = nil, now: LocalTime) -> [NodeDirective] {
+        let d = coordinator.onCommand(command, item: item, reason: nil, view: view, now: now)
+        return settle(run(d, now: now), now: now, always: true)
     }
 
     // MARK: - Queries
 
-    /// The current direct estimate of `peer`'s clock (peer minus local), if usable.
-    public func clockEstimate(of peer: PeerID, now: Int64) -> ClockEstimate? {
-        clocks[peer]?.estimator.estimate(atLocal: now)
+    /// The group as the coordinator sees it now.
+    public var view: GroupView {
+        GroupView(me: identity.peer, state: group.state, participants: group.participants, reachable: Set(membership.reachable), timelines: timelines)
     }
 
-    /// The estimate of `peer`'s clock to convert times with: the direct one, checked against the
-    /// mesh, or a two-hop path when the direct link is distrusted or missing.
-    public func resolvedClock(of peer: PeerID, now: Int64) -> MeshClock.ResolvedOffset? {
-        mesh.resolved(peer: peer, atLocal: now)
+    /// The group's timelines on this node's clock.
+    public var timelines: LocalTimelines {
+        LocalTimelines(me: identity.peer, clocks: clocks, relays: group.relays)
     }
 
-    // MARK: - Membership events
-
-    /// Sends `peer` our hello asking for its own, and asks again every ``helloRetryNs`` until
-    /// its hello (its name) arrives.
-    private mutating func askHello(_ peer: PeerID, now: Int64) -> [NodeDirective] {
-        helloDue[peer] = now + Self.helloRetryNs
-        guard let endpoint = membership.endpoint(of: peer) else { return [] }
-        return [.send(.hello(name: identity.name, wantsReply: true), to: endpoint)]
+    /// How far ahead a command for `item` is anchored now.
+    public func leadTime(for item: ItemID?, now: LocalTime) -> TimeSpan {
+        coordinator.leadTime(for: item, view: view, now: now)
     }
 
-    private mutating func apply(_ events: [Membership.Event], now: Int64) -> [NodeDirective] {
+    // MARK: - Routing
+
+    /// Membership events: the other instances learn of peers coming, going and restarting.
+    private mutating func route(_ events: [Membership.Event], now: LocalTime) -> [NodeDirective] {
         var out: [NodeDirective] = []
         for event in events {
             out.append(.membership(event))
             switch event {
             case .stateChanged(let peer, _, .reachable):
-                if clocks[peer] == nil {
-                    clocks[peer] = PeerClock(now: now, configuration: configuration)
-                }
-                out += askHello(peer, now: now)
-                out += greet(peer)
+                clocks.onPeerReachable(peer, now: now)
+                out += run(group.onPeerReachable(peer), from: nil)
             case .stateChanged(let peer, _, .lost):
-                helloDue[peer] = nil
-                replica.forget(peer)
-                participants[peer] = nil
+                group.onPeerLost(peer)
             case .restarted(let peer, _):
-                participants[peer] = nil
-                // A new incarnation may run on a new clock epoch: start the estimate afresh.
-                mesh.removePeer(peer)
-                clocks[peer] = PeerClock(now: now, configuration: configuration)
-                out += askHello(peer, now: now)
+                group.onPeerGone(peer)
+                clocks.onPeerRestarted(peer, now: now)
             case .forgotten(let peer):
-                helloDue[peer] = nil
-                clocks[peer] = nil
-                mesh.removePeer(peer)
-                participants[peer] = nil
-            default:
+                group.onPeerGone(peer)
+                clocks.onPeerForgotten(peer)
+            case .stateChanged, .renamed, .refused:
                 break
             }
+        }
+        return out
+    }
+
+    /// Introductions due: our hello, asking for theirs.
+    private mutating func hellos(now: LocalTime) -> [NodeDirective] {
+        membership.dueHellos(now: now).compactMap { peer in
+            membership.endpoint(of: peer).map { .send(.hello(name: identity.name, wantsReply: true), to: $0) }
+        }
+    }
+
+    private func run(_ directives: [PeerClocks.Directive]) -> [NodeDirective] {
+        directives.compactMap { d in
+            switch d {
+            case .sendRequest(let exchange, let to): return .sendClockRequest(exchange: exchange, to: to)
+            case .sendReply(let exchange, let echo, let t2, let to): return .sendClockReply(exchange: exchange, echo: echo, t2: t2, to: to)
+            case .sendFollowUp(let exchange, let echo, let t3, let to): return .send(.clockFollowUp(exchange: exchange, echo: echo, t3: PeerTime(ours: t3)), to: to)
+            case .sendReport(let report, let peer): return membership.endpoint(of: peer).map { .send(.clockReport(report), to: $0) }
+            case .refusedReply(let peer): return .dropped(.wrongEcho, from: peer)
+            }
+        }
+    }
+
+    private func run(_ directives: [Dissemination.Directive], from sender: PeerID?) -> [NodeDirective] {
+        directives.compactMap { d in
+            switch d {
+            case .send(let message, let peer): return membership.endpoint(of: peer).map { .send(message, to: $0) }
+            case .reply(let message, let endpoint): return .send(message, to: endpoint)
+            case .changed(let change): return .groupChanged(change)
+            case .participantsChanged: return .participantsChanged
+            case .refused(let refusal):
+                guard let sender else { return nil }
+                switch refusal {
+                case .lamportTooFarAhead: return .dropped(.lamportTooFarAhead, from: sender)
+                case .speaksForUs: return .dropped(.speaksForUs, from: sender)
+                }
+            }
+        }
+    }
+
+    private mutating func run(_ directives: [Coordinator.Directive], now: LocalTime) -> [NodeDirective] {
+        var out: [NodeDirective] = []
+        for d in directives {
+            switch d {
+            case .tell(let id, let instruction):
+                out.append(.tellPlayer(id, instruction))
+            case .reply(let outcome):
+                out.append(.reply(outcome))
+            case .publish(let players):
+                out += run(group.onLocalPlayers(players, peers: membership.reachable), from: nil)
+            case .propose(let proposal):
+                let rtts = roundTrips(now: now)
+                out += run(group.onProposal(proposal, now: now, peers: membership.reachable, rtt: { rtts[$0] }, timelines: timelines), from: nil)
+            }
+        }
+        return out
+    }
+
+    /// Lets the coordinator catch up after changes that matter to players (`always`: whatever
+    /// happened), until it proposes nothing more (starting a waiting timeline changes the state
+    /// it reads; a few rounds settle it). The reply to the request, if any, goes first.
+    private mutating func settle(_ directives: [NodeDirective], now: LocalTime, always: Bool = false) -> [NodeDirective] {
+        var out = directives
+        var pending = always || directives.contains(where: \.affectsPlayers)
+        var rounds = 0
+        while pending && rounds < 4 {
+            rounds += 1
+            let more = run(coordinator.onGroupChanged(view: view, now: now), now: now)
+            out += more
+            pending = more.contains(where: \.affectsPlayers)
+        }
+        let replies = out.filter { if case .reply = $0 { true } else { false } }
+        return replies.isEmpty ? out : replies + out.filter { if case .reply = $0 { false } else { true } }
+    }
+
+    /// Best round trip to each measured peer.
+    private func roundTrips(now: LocalTime) -> [PeerID: TimeSpan] {
+        var out: [PeerID: TimeSpan] = [:]
+        for peer in clocks.links.keys {
+            if let rtt = clocks.roundTrip(to: peer, at: now) { out[peer] = rtt }
         }
         return out
     }
@@ -364,18 +385,4 @@ extension NodeDirective {
         default: return false
         }
     }
-}
-
-/// What a ``Node`` asks its shell to do.
-public enum NodeDirective: Sendable, Equatable {
-    /// Send a message. Clock requests and replies get their send time (t1, t3) from the shell.
-    case send(PeerMessage, to: Endpoint)
-    /// A membership change, for logs and watchers.
-    case membership(Membership.Event)
-    /// The group state changed: a record was applied (from this peer or another).
-    case groupChanged(GroupChange)
-    /// A peer's players changed.
-    case participantsChanged
-    /// Tell a local player something.
-    case tellPlayer(UInt32, PlayerInstruction)
 }

@@ -23,9 +23,9 @@ public struct TimeSpan: Hashable, Comparable, Sendable, Codable, CustomStringCon
     @inline(__always) public static func milliseconds(_ n: Int64) -> TimeSpan { TimeSpan(ns: n.multipliedSaturating(by: 1_000_000)) }
     @inline(__always) public static func seconds(_ n: Int64) -> TimeSpan { TimeSpan(ns: n.multipliedSaturating(by: 1_000_000_000)) }
     /// From seconds, rounded to the nearest nanosecond (saturating; NaN is zero).
-    public static func seconds(_ s: Double) -> TimeSpan { TimeSpan(ns: Int64(saturating: (s * 1e9).rounded())) }
+    public init(seconds s: Double) { self.init(ns: Int64(saturating: (s * 1e9).rounded())) }
     /// From nanoseconds as a `Double`, rounded (saturating; NaN is zero).
-    public static func nanoseconds(_ n: Double) -> TimeSpan { TimeSpan(ns: Int64(saturating: n.rounded())) }
+    public init(nanoseconds n: Double) { self.init(ns: Int64(saturating: n.rounded())) }
 
     /// In seconds.
     public var seconds: Double { Double(ns) / 1e9 }
@@ -44,7 +44,7 @@ public struct TimeSpan: Hashable, Comparable, Sendable, Codable, CustomStringCon
     @inline(__always) public static func * (a: TimeSpan, k: Int64) -> TimeSpan { TimeSpan(ns: a.ns.multipliedSaturating(by: k)) }
     @inline(__always) public static func * (k: Int64, a: TimeSpan) -> TimeSpan { a * k }
     /// Scaled by a factor, rounded (saturating; NaN is zero).
-    @inline(__always) public static func * (a: TimeSpan, k: Double) -> TimeSpan { .nanoseconds(Double(a.ns) * k) }
+    @inline(__always) public static func * (a: TimeSpan, k: Double) -> TimeSpan { TimeSpan(nanoseconds: Double(a.ns) * k) }
     /// Divided by a positive integer (a non-positive divisor gives zero rather than a trap).
     @inline(__always) public static func / (a: TimeSpan, k: Int64) -> TimeSpan { k > 0 ? TimeSpan(ns: a.ns / k) : .zero }
     /// The ratio of two spans (NaN-free: a zero divisor gives zero).
@@ -81,5 +81,12 @@ public struct TimeSpan: Hashable, Comparable, Sendable, Codable, CustomStringCon
         let frac = Int64(saturating: hundredths) - whole * 100
         if frac == 0 { return "\(whole)" }
         return frac % 10 == 0 ? "\(whole).\(frac / 10)" : "\(whole).\(frac < 10 ? "0" : "")\(frac)"
+    }
+}
+
+extension TimeSpan {
+    /// The span moved into `range` (nanoseconds).
+    public func clamped(to range: ClosedRange<Int64>) -> TimeSpan {
+        TimeSpan(ns: Swift.min(Swift.max(ns, range.lowerBound), range.upperBound))
     }
 }

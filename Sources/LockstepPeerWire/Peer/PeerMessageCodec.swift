@@ -10,16 +10,16 @@ extension PeerMessage {
         switch self {
         case .clockRequest(let exchange, let t1):
             w.u32(exchange)
-            w.i64(t1)
-        case .clockReply(let exchange, let t1, let t2, let t3):
+            w.i64(t1.ns)
+        case .clockReply(let exchange, let echo, let t2, let t3):
             w.u32(exchange)
-            w.i64(t1)
-            w.i64(t2)
-            w.i64(t3)
-        case .clockFollowUp(let exchange, let t1, let t3):
+            w.i64(echo)
+            w.i64(t2.ns)
+            w.i64(t3.ns)
+        case .clockFollowUp(let exchange, let echo, let t3):
             w.u32(exchange)
-            w.i64(t1)
-            w.i64(t3)
+            w.i64(echo)
+            w.i64(t3.ns)
         case .hello(let name, let wantsReply):
             w.u8(wantsReply ? 1 : 0)
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
@@ -29,8 +29,8 @@ extension PeerMessage {
             w.u8((wantsAck ? 1 : 0) | (relay != nil ? 2 : 0))
             Self.write(r, into: &w)
             if let relay {
-                w.i64(relay.anchorTime)
-                w.i64(relay.errorBoundNs)
+                w.i64(relay.anchorTime.ns)
+                w.i64(relay.errorBound.ns)
             }
         case .currentRecord(let r, let wantsAck):
             w.u8((wantsAck ? 1 : 0) | (r.item != nil ? 2 : 0))
@@ -69,16 +69,16 @@ extension PeerMessage {
                 w.raw(e.peer.bytes)
                 w.u64(e.incarnation)
                 let c = e.estimate
-                w.i64(c.referenceLocal)
+                w.i64(c.reference.ns)
                 w.f64(c.offsetNs)
                 w.f64(c.skewPPM)
                 w.f64(c.errorBoundNs)
                 w.f64(c.errorGrowthPPM)
                 w.f64(c.hardBoundNs)
                 w.f64(c.hardGrowthPPM)
-                w.i64(c.delayNs)
+                w.i64(c.delay.ns)
                 w.u32(UInt32(clamping: c.sampleCount))
-                w.i64(c.lastSampleLocal)
+                w.i64(c.lastSample.ns)
             }
         case .keyUpdate(let epoch, let key):
             w.u32(epoch)
@@ -104,22 +104,22 @@ extension PeerMessage {
     }
 
     static func write(_ m: ItemMetadata, into w: inout ByteWriter) {
-        let flags: UInt8 = (m.title != nil ? 1 : 0) | (m.artworkURL != nil ? 2 : 0) | (m.durationNs != nil ? 4 : 0)
+        let flags: UInt8 = (m.title != nil ? 1 : 0) | (m.artworkURL != nil ? 2 : 0) | (m.duration != nil ? 4 : 0)
         w.u8(flags)
         if let t = m.title { w.string(t) }
         if let a = m.artworkURL { w.string(a) }
-        if let d = m.durationNs { w.i64(d) }
+        if let d = m.duration { w.i64(d.ns) }
     }
 
     static func write(_ r: ItemRecord, into w: inout ByteWriter) {
         w.string(r.item.value)
         write(r.metadata, into: &w)
         w.u8(r.timeline.phase.rawValue)
-        w.i64(r.timeline.anchorTime)
-        w.i64(r.timeline.position)
+        w.i64(r.timeline.anchorTime.ns)
+        w.i64(r.timeline.position.ns)
         w.f64(r.timeline.rate)
         w.u8(r.action.rawValue)
-        w.string(r.reason ?? "")
+        w.string(r.reason?.text ?? "")
         write(r.stamp, into: &w)
         write(r.version, into: &w)
     }
@@ -131,9 +131,9 @@ extension PeerMessage {
         if let h = s.itemHash { w.u64(h) }
         w.u8(s.readiness.rawValue)
         w.u8(UInt8(s.suspensions.count))
-        for r in s.suspensions { w.string(r) }
-        w.i64(s.outputLatencyNs)
-        w.i64(s.startLatencyNs)
+        for r in s.suspensions { w.string(r.text) }
+        w.i64(s.outputLatency.ns)
+        w.i64(s.startLatency.ns)
     }
 }
 
@@ -148,11 +148,13 @@ extension PeerMessage {
         let message: PeerMessage
         switch type {
         case .clockRequest:
-            message = .clockRequest(exchange: try r.u32("exchange"), t1: try r.i64("t1", within: Limits.instantNs))
+            message = .clockRequest(exchange: try r.u32("exchange"), t1: PeerTime(ns: try r.i64("t1", within: Limits.instantNs)))
         case .clockReply:
-            message = .clockReply(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t2: try r.i64("t2", within: Limits.instantNs), t3: try r.i64("t3", within: Limits.instantNs))
+            message = .clockReply(
+                exchange: try r.u32("exchange"), echo: try r.i64("t1"), t2: PeerTime(ns: try r.i64("t2", within: Limits.instantNs)),
+                t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
         case .clockFollowUp:
-            message = .clockFollowUp(exchange: try r.u32("exchange"), t1: try r.i64("t1"), t3: try r.i64("t3", within: Limits.instantNs))
+            message = .clockFollowUp(exchange: try r.u32("exchange"), echo: try r.i64("t1"), t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
         case .hello:
             let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
@@ -163,7 +165,9 @@ extension PeerMessage {
             let record = try readItemRecord(&r)
             var relay: RelayAnchor?
             if flags & 2 != 0 {
-                relay = RelayAnchor(anchorTime: try r.i64("relay.anchor_time", within: Limits.instantNs), errorBoundNs: try r.i64("relay.error_bound", within: Limits.relayBoundNs))
+                relay = RelayAnchor(
+                    anchorTime: PeerTime(ns: try r.i64("relay.anchor_time", within: Limits.instantNs)),
+                    errorBound: .nanoseconds(try r.i64("relay.error_bound", within: Limits.relayBoundNs)))
             }
             message = .itemRecord(record, relay: relay, wantsAck: flags & 1 != 0)
         case .currentRecord:
@@ -216,9 +220,9 @@ extension PeerMessage {
                 let delay = try r.i64("entry.delay", within: Limits.reportDelayNs)
                 let samples = Int(try r.u32("entry.samples"))
                 let last = try r.i64("entry.last_sample", within: Limits.instantNs)
-                entries.append(ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: ClockEstimate(
-                    referenceLocal: reference, offsetNs: offset, skewPPM: skew, errorBoundNs: bound, errorGrowthPPM: growth,
-                    hardBoundNs: hard, hardGrowthPPM: hardGrowth, delayNs: delay, sampleCount: samples, lastSampleLocal: last)))
+                entries.append(ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: ReportedEstimate(
+                    reference: PeerTime(ns: reference), offsetNs: offset, skewPPM: skew, errorBoundNs: bound, errorGrowthPPM: growth,
+                    hardBoundNs: hard, hardGrowthPPM: hardGrowth, delay: .nanoseconds(delay), sampleCount: samples, lastSample: PeerTime(ns: last))))
             }
             message = .clockReport(ClockReport(entries: entries))
         case .keyUpdate:
@@ -275,13 +279,13 @@ extension PeerMessage {
         let title = flags & 1 != 0 ? try r.string("metadata.title", limit: ItemMetadata.maxTitleBytes) : nil
         let artwork = flags & 2 != 0 ? try r.string("metadata.artwork", limit: ItemMetadata.maxArtworkBytes) : nil
         let duration = flags & 4 != 0 ? try r.i64("metadata.duration", within: Limits.positionNs) : nil
-        return ItemMetadata(title: title, artworkURL: artwork, durationNs: duration)
+        return ItemMetadata(title: title, artworkURL: artwork, duration: duration.map { .nanoseconds($0) })
     }
 
     static func readItemRecord(_ r: inout ByteReader) throws(DecodeError) -> ItemRecord {
         let item = try readItem(&r)
         let metadata = try readMetadata(&r)
-        guard let phase = Timeline.Phase(rawValue: try r.u8("timeline.phase")) else { throw .invalid(field: "timeline.phase") }
+        guard let phase = TimelinePhase(rawValue: try r.u8("timeline.phase")) else { throw .invalid(field: "timeline.phase") }
         let anchor = try r.i64("timeline.anchor_time", within: Limits.instantNs)
         let position = try r.i64("timeline.position", within: Limits.positionNs)
         let rate = try r.f64("timeline.rate", within: Limits.rate)
@@ -289,7 +293,10 @@ extension PeerMessage {
         let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
         let stamp = try readStamp(&r)
         let version = try readVersion(&r)
-        return ItemRecord(item: item, metadata: metadata, timeline: Timeline(phase: phase, anchorTime: anchor, position: position, rate: rate), action: action, reason: reason.isEmpty ? nil : reason, stamp: stamp, version: version)
+        let timeline = Timeline(phase: phase, anchorTime: PeerTime(ns: anchor), position: MediaPosition(clamping: position), rate: rate)
+        return ItemRecord(
+            item: item, metadata: metadata, timeline: timeline, action: action, reason: reason.isEmpty ? nil : CommandReason(text: reason), stamp: stamp,
+            version: version)
     }
 
     static func readPlayer(_ r: inout ByteReader) throws(DecodeError) -> PlayerStatus {
@@ -305,6 +312,8 @@ extension PeerMessage {
         for _ in 0..<n { reasons.append(try r.string("player.suspension", limit: PlayerStatus.maxReasonBytes)) }
         let output = try r.i64("player.output_latency", within: Limits.latencyNs)
         let start = try r.i64("player.start_latency", within: Limits.latencyNs)
-        return PlayerStatus(playerID: id, name: name, itemHash: hash, solo: flags & 2 != 0, readiness: readiness, suspensions: reasons, outputLatencyNs: output, startLatencyNs: start)
+        return PlayerStatus(
+            playerID: id, name: name, itemHash: hash, solo: flags & 2 != 0, readiness: readiness, suspensions: reasons.map(SuspensionReason.init(text:)),
+            outputLatency: .nanoseconds(output), startLatency: .nanoseconds(start))
     }
 }

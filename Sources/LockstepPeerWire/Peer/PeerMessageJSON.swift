@@ -24,11 +24,11 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         let type = try c.decode(String.self, forKey: .type)
         switch type {
         case "clock_request":
-            message = .clockRequest(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1))
+            message = .clockRequest(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(PeerTime.self, forKey: .t1))
         case "clock_reply":
-            message = .clockReply(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(Int64.self, forKey: .t2), t3: try c.decode(Int64.self, forKey: .t3))
+            message = .clockReply(exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(PeerTime.self, forKey: .t2), t3: try c.decode(PeerTime.self, forKey: .t3))
         case "clock_follow_up":
-            message = .clockFollowUp(exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(Int64.self, forKey: .t1), t3: try c.decode(Int64.self, forKey: .t3))
+            message = .clockFollowUp(exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .t1), t3: try c.decode(PeerTime.self, forKey: .t3))
         case "hello":
             message = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
@@ -52,6 +52,12 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         default:
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown peer message type \(type)")
         }
+        // The same ranges as the wire: the message goes through the binary decoder's checks.
+        do {
+            message = try PeerMessage.decode(message.encoded())
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "\(type): \(error)")
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -61,14 +67,14 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case .clockRequest(let exchange, let t1):
             try c.encode(exchange, forKey: .exchange)
             try c.encode(t1, forKey: .t1)
-        case .clockReply(let exchange, let t1, let t2, let t3):
+        case .clockReply(let exchange, let echo, let t2, let t3):
             try c.encode(exchange, forKey: .exchange)
-            try c.encode(t1, forKey: .t1)
+            try c.encode(echo, forKey: .t1)
             try c.encode(t2, forKey: .t2)
             try c.encode(t3, forKey: .t3)
-        case .clockFollowUp(let exchange, let t1, let t3):
+        case .clockFollowUp(let exchange, let echo, let t3):
             try c.encode(exchange, forKey: .exchange)
-            try c.encode(t1, forKey: .t1)
+            try c.encode(echo, forKey: .t1)
             try c.encode(t3, forKey: .t3)
         case .hello(let name, let wantsReply):
             try c.encode(name, forKey: .name)

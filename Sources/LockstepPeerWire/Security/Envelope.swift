@@ -42,6 +42,10 @@ public enum Envelope {
         case authenticationFailed
         case replayed
         case staleIncarnation
+        /// An incarnation far beyond the receiver's wall clock: incarnations are the sender's
+        /// wall clock at start (µs), so this is a forgery (it would lock its sender out) or a
+        /// device whose clock is years ahead.
+        case implausibleIncarnation
         case fromSelf
 
         public var description: String {
@@ -54,6 +58,7 @@ public enum Envelope {
             case .authenticationFailed: "authentication failed (another group's key, or tampered)"
             case .replayed: "replayed or duplicated sequence number"
             case .staleIncarnation: "from an older incarnation of its sender"
+            case .implausibleIncarnation: "its sender's incarnation is more than a day ahead of this agent's wall clock"
             case .fromSelf: "from this agent itself"
             }
         }
@@ -69,6 +74,7 @@ public enum Envelope {
             case .authenticationFailed: "auth_failed"
             case .replayed: "replayed"
             case .staleIncarnation: "stale_incarnation"
+            case .implausibleIncarnation: "implausible_incarnation"
             case .fromSelf: "from_self"
             }
         }
@@ -152,6 +158,12 @@ public final class EnvelopeOpener: Sendable {
     public static let replayWindow: UInt64 = 1024
     /// Sender incarnations remembered (keys and replay windows); the least recently used go first.
     public static let maxSenders = 256
+    /// How far beyond the receiver's wall clock an incarnation may be (µs): a day.
+    public static let incarnationLeadMicros: UInt64 = 86_400_000_000
+    /// A sender's incarnation silent this long (ns) gives way to a lower one that authenticates:
+    /// the sender lost its incarnation file, or the higher one was forged by a member to lock it
+    /// out; either way the sender must not stay shut out until the receiver restarts.
+    public static let incarnationSilenceNs: Int64 = 10_000_000_000
 
     private struct SenderState {
         var incarnation: UInt64
@@ -160,6 +172,8 @@ public final class EnvelopeOpener: Sendable {
         var highest: UInt64
         var window: [UInt64]  // bitmap of the last `replayWindow` sequence numbers
         var lastUsed: UInt64
+        /// Host time of the last authentic datagram of this incarnation.
+        var lastHeard: Int64 = 0
         /// The key set `key` was derived from: a cached key is used only while it is current.
         var generation: UInt64 = 0
     }
@@ -191,10 +205,13 @@ public final class EnvelopeOpener: Sendable {
         }
     }
 
-    /// The plaintext and header of `datagram`, or why it was refused.
-    public func open(_ datagram: [UInt8]) throws(Envelope.Rejection) -> (header: Envelope.Header, plaintext: [UInt8]) {
+    /// The plaintext and header of `datagram`, or why it was refused. `hostNow` (ns, monotonic)
+    /// dates it for the incarnation rules; `wallClockMicros` (the receiver's wall clock) bounds
+    /// how far ahead an incarnation may be (the defaults switch both rules off, for tests).
+    public func open(_ datagram: [UInt8], hostNow: Int64 = 0, wallClockMicros: UInt64 = .max) throws(Envelope.Rejection) -> (header: Envelope.Header, plaintext: [UInt8]) {
         let h = try Envelope.header(of: datagram)
         if h.sender == me { throw .fromSelf }
+        if h.incarnation > wallClockMicros.addingSaturating(Self.incarnationLeadMicros) { throw .implausibleIncarnation }
         let aad = datagram[0..<Envelope.headerBytes]
         let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
         let tag = datagram[(datagram.count - Envelope.tagBytes)...]
@@ -223,8 +240,9 @@ public final class EnvelopeOpener: Sendable {
         let verdict: Envelope.Rejection? = state.withLock { s in
             s.tick &+= 1
             if var st = s.senders[h.sender] {
-                if h.incarnation < st.incarnation { return .staleIncarnation }
-                if h.incarnation > st.incarnation {
+                let silent = hostNow.subtractingSaturating(st.lastHeard) > Self.incarnationSilenceNs
+                if h.incarnation < st.incarnation && !silent { return .staleIncarnation }
+                if h.incarnation != st.incarnation {
                     st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick, generation: generation)
                 }
                 st.key = key
@@ -232,6 +250,7 @@ public final class EnvelopeOpener: Sendable {
                 st.generation = generation
                 st.lastUsed = s.tick
                 guard Self.admit(h.sequence, into: &st) else { return .replayed }
+                st.lastHeard = hostNow
                 s.senders[h.sender] = st
             } else {
                 if s.senders.count >= Self.maxSenders, let oldest = s.senders.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
@@ -239,6 +258,7 @@ public final class EnvelopeOpener: Sendable {
                 }
                 var st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick, generation: generation)
                 _ = Self.admit(h.sequence, into: &st)
+                st.lastHeard = hostNow
                 s.senders[h.sender] = st
             }
             return nil

@@ -67,15 +67,18 @@ public struct GroupKey: Sendable, Equatable {
 
 /// A group as an agent keeps it: a local name, the group's id (stable across rotations), and
 /// its current and previous keys.
+///
+/// Every way to make one (a key, a join code, a state file) checks the keys' lengths and the id,
+/// so its keys are always usable.
 public struct GroupIdentity: Sendable, Equatable, Codable {
     public var name: String
     /// 16 bytes, hex: fixed when the group is created, kept across key rotations.
-    public var id: String
-    public var key: [UInt8]
-    public var epoch: UInt32
+    public private(set) var id: String
+    public private(set) var key: [UInt8]
+    public private(set) var epoch: UInt32
     /// The key before the last rotation, still accepted for a while.
-    public var previousKey: [UInt8]?
-    public var previousEpoch: UInt32?
+    public private(set) var previousKey: [UInt8]?
+    public private(set) var previousEpoch: UInt32?
 
     public init(name: String, key: GroupKey, groupID: [UInt8]? = nil) {
         self.name = name
@@ -86,6 +89,7 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
         self.previousEpoch = nil
     }
 
+    // (Both keys are 32 bytes: every initializer checks them.)
     public var currentKey: GroupKey { GroupKey(bytes: key, epoch: epoch)! }
     public var previous: GroupKey? {
         guard let k = previousKey, let e = previousEpoch else { return nil }
@@ -118,6 +122,27 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
         case name, id, key, epoch
         case previousKey = "previous_key"
         case previousEpoch = "previous_epoch"
+    }
+
+    /// Reads a saved group, refusing one whose keys or id are not what they must be (a corrupt
+    /// or hand-edited file gives a clear error, never a trap or a silently different group).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        id = try c.decode(String.self, forKey: .id)
+        key = try c.decode([UInt8].self, forKey: .key)
+        epoch = try c.decode(UInt32.self, forKey: .epoch)
+        previousKey = try c.decodeIfPresent([UInt8].self, forKey: .previousKey)
+        previousEpoch = try c.decodeIfPresent(UInt32.self, forKey: .previousEpoch)
+        guard key.count == 32 else {
+            throw DecodingError.dataCorruptedError(forKey: .key, in: c, debugDescription: "a group key is 32 bytes, not \(key.count)")
+        }
+        guard id.utf8.count == 32, id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: c, debugDescription: "a group id is 32 lowercase hex digits")
+        }
+        guard (previousKey == nil) == (previousEpoch == nil), previousKey.map({ $0.count == 32 }) ?? true else {
+            throw DecodingError.dataCorruptedError(forKey: .previousKey, in: c, debugDescription: "a previous key is 32 bytes, with its epoch")
+        }
     }
 }
 

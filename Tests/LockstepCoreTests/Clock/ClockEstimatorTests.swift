@@ -1,4 +1,5 @@
 import LockstepCore
+import LockstepSimKit
 import Testing
 
 /// Direct tests of ``ClockEstimator``: samples in, verdicts and estimates out.
@@ -10,7 +11,9 @@ struct ClockEstimatorTests {
         at t: Int64, offset: Int64 = 1_000_000, skewPPM: Double = 0, out: Int64 = 20_000, back: Int64 = 20_000
     ) -> ClockSample {
         let peer = DeviceClock(offsetNs: offset, skewPPM: skewPPM)
-        return ClockSample(t1: t, t2: peer.device(fromHost: t + out), t3: peer.device(fromHost: t + out + 20_000), t4: t + out + 20_000 + back)
+        return ClockSample(
+            t1: LocalTime(ns: t), t2: PeerTime(ours: peer.device(fromHost: t + out)),
+            t3: PeerTime(ours: peer.device(fromHost: t + out + 20_000)), t4: LocalTime(ns: t + out + 20_000 + back))
     }
 
     static let second = Nanos.second
@@ -18,29 +21,29 @@ struct ClockEstimatorTests {
 
     @Test("no estimate before the first sample")
     func nothingYet() {
-        #expect(ClockEstimator().estimate(atLocal: 0) == nil)
+        #expect(ClockEstimator().estimate(at: LocalTime(ns: 0)) == nil)
     }
 
     @Test("one sample is usable at once, with its own half-delay as the bound")
     func singleSample() {
         var est = ClockEstimator()
         #expect(est.onSample(Self.sample(at: 10 * Self.second)) == .accepted)
-        let e = est.estimate(atLocal: 10 * Self.second)!
+        let e = est.estimate(at: LocalTime(ns: 10 * Self.second))!
         #expect(e.offsetNs == 1_000_000)
         #expect(e.skewPPM == 0)
         #expect(e.sampleCount == 1)
-        #expect(e.delayNs == 40_000)
+        #expect(e.delay.ns == 40_000)
         #expect(e.errorBoundNs == e.hardBoundNs)
         #expect(e.hardBoundNs >= 20_000 && e.hardBoundNs < 21_000)
         // …and the bound widens with time (the skew is not known yet).
-        #expect(e.errorBound(atLocal: 11 * Self.second) > 500_000)
+        #expect(e.errorBound(at: LocalTime(ns: 11 * Self.second)) > 500_000)
     }
 
     @Test("impossible timestamps are rejected and change nothing")
     func invalidSample() {
         var est = ClockEstimator()
-        #expect(est.onSample(ClockSample(t1: 100, t2: 0, t3: 0, t4: 50)) == .rejectedInvalid)
-        #expect(est.estimate(atLocal: 0) == nil)
+        #expect(est.onSample(ClockSample(t1: LocalTime(ns: 100), t2: PeerTime(ns: 0), t3: PeerTime(ns: 0), t4: LocalTime(ns: 50))) == .rejectedInvalid)
+        #expect(est.estimate(at: LocalTime(ns: 0)) == nil)
         #expect(est.sampleCount == 0)
     }
 
@@ -51,8 +54,8 @@ struct ClockEstimatorTests {
             _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms, offset: 30 * Self.second, skewPPM: 150))
         }
         let now = 20 * Self.second
-        let e = est.estimate(atLocal: now)!
-        let truth = Double(DeviceClock(offsetNs: 30 * Self.second, skewPPM: 150).device(fromHost: now) - now)
+        let e = est.estimate(at: LocalTime(ns: now))!
+        let truth = Double(DeviceClock(offsetNs: 30 * Self.second, skewPPM: 150).device(fromHost: now).ns - now)
         #expect((e.offsetNs - truth).magnitude < 5)
         #expect((e.skewPPM - 150).magnitude < 0.001)
         #expect(e.errorBoundNs < 200)
@@ -87,7 +90,7 @@ struct ClockEstimatorTests {
         guard case .clockStepped(let by) = est.onSample(stepped(2)) else { Issue.record("no step"); return }
         #expect((by - 10_000_000).magnitude < 1_000)
         #expect(est.sampleCount == 3)
-        #expect((est.estimate(atLocal: t + 50 * Self.ms)!.offsetNs - 11_000_000).magnitude < 100)
+        #expect((est.estimate(at: LocalTime(ns: t + 50 * Self.ms))!.offsetNs - 11_000_000).magnitude < 100)
     }
 
     @Test("a lone outlier is dropped and forgotten: no step")
@@ -103,15 +106,15 @@ struct ClockEstimatorTests {
             #expect(est.onSample(Self.sample(at: t + 50 * Self.ms)) == .accepted)
             t += 100 * Self.ms
         }
-        #expect((est.estimate(atLocal: t)!.offsetNs - 1_000_000).magnitude < 10)
+        #expect((est.estimate(at: LocalTime(ns: t))!.offsetNs - 1_000_000).magnitude < 10)
     }
 
     @Test("the window is bounded by its capacity and by age")
     func bounded() {
-        var est = ClockEstimator(configuration: .init(capacity: 64, maxSampleAgeNs: 5 * Self.second))
+        var est = ClockEstimator(configuration: .init(capacity: 64, maxSampleAge: .seconds(5)))
         for i in 0..<1_000 { _ = est.onSample(Self.sample(at: Int64(i) * 10 * Self.ms)) }
         #expect(est.sampleCount == 64)
-        var slow = ClockEstimator(configuration: .init(capacity: 64, maxSampleAgeNs: 5 * Self.second))
+        var slow = ClockEstimator(configuration: .init(capacity: 64, maxSampleAge: .seconds(5)))
         for i in 0..<100 { _ = slow.onSample(Self.sample(at: Int64(i) * Self.second)) }
         #expect(slow.sampleCount == 6)
     }
@@ -121,9 +124,9 @@ struct ClockEstimatorTests {
         var est = ClockEstimator()
         for i in 0..<10 { _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms)) }
         est.reset()
-        #expect(est.estimate(atLocal: Self.second) == nil)
+        #expect(est.estimate(at: LocalTime(ns: Self.second)) == nil)
         #expect(est.onSample(Self.sample(at: 2 * Self.second, offset: -7 * Self.second)) == .accepted)
-        #expect(est.estimate(atLocal: 2 * Self.second)!.offsetNs == Double(-7 * Self.second))
+        #expect(est.estimate(at: LocalTime(ns: 2 * Self.second))!.offsetNs == Double(-7 * Self.second))
     }
 
     @Test("a path asymmetry moves the offset by half of it; the hard bound still covers it")
@@ -132,7 +135,7 @@ struct ClockEstimatorTests {
         for i in 0..<100 {
             _ = est.onSample(Self.sample(at: Int64(i) * 100 * Self.ms, out: 320_000, back: 20_000))
         }
-        let e = est.estimate(atLocal: 10 * Self.second)!
+        let e = est.estimate(at: LocalTime(ns: 10 * Self.second))!
         #expect((e.offsetNs - 1_150_000).magnitude < 10)
         #expect(e.errorBoundNs < 1_000)
         #expect(e.hardBoundNs >= 150_000)
@@ -143,7 +146,7 @@ struct ClockEstimatorTests {
     /// Feeds `n` samples from `start`, every 100 ms, on a path of `out`/`back` ns each way plus
     /// `jitter` ns of uniform noise; returns the worst `|error| − bound` and the last estimate.
     static func feed(
-        _ est: inout ClockEstimator, _ rng: inout SeededRandom, from start: Int64, count n: Int,
+        _ est: inout ClockEstimator, _ rng: inout SplitMix64, from start: Int64, count n: Int,
         out: Int64, back: Int64, jitter: Double = 3_000, verdicts: inout [ClockEstimator.SampleVerdict]
     ) -> (worst: Double, last: ClockEstimate) {
         let peer = DeviceClock(offsetNs: 1_000_000, skewPPM: 150)
@@ -152,22 +155,22 @@ struct ClockEstimatorTests {
             let t = start + Int64(i) * 100 * ms
             let s = sample(at: t, skewPPM: 150, out: out + Int64(rng.unit() * jitter), back: back + Int64(rng.unit() * jitter))
             verdicts.append(est.onSample(s))
-            let e = est.estimate(atLocal: s.t4)!
-            let error = e.offset(atLocal: s.t4) - Double(peer.device(fromHost: s.t4) - s.t4)
-            worst = max(worst, error.magnitude - e.errorBound(atLocal: s.t4))
+            let e = est.estimate(at: s.t4)!
+            let error = e.offset(at: s.t4) - Double(peer.device(fromHost: s.t4.ns).ns - s.t4.ns)
+            worst = max(worst, error.magnitude - e.errorBound(at: s.t4))
         }
-        return (worst, est.estimate(atLocal: start + Int64(n) * 100 * ms)!)
+        return (worst, est.estimate(at: LocalTime(ns: start + Int64(n) * 100 * ms))!)
     }
 
-    static func truth(at t: Int64) -> Double { Double(DeviceClock(offsetNs: 1_000_000, skewPPM: 150).device(fromHost: t) - t) }
+    static func truth(at t: Int64) -> Double { Double(DeviceClock(offsetNs: 1_000_000, skewPPM: 150).device(fromHost: t).ns - t) }
 
     /// An estimator after 30 s of samples on a path of `delay` ns each way (see ``feed``).
-    static func warmedUp(seed: UInt64, delay: Int64 = 20_000, jitter: Double = 3_000) -> (ClockEstimator, SeededRandom) {
+    static func warmedUp(seed: UInt64, delay: Int64 = 20_000, jitter: Double = 3_000) -> (ClockEstimator, SplitMix64) {
         var est = ClockEstimator()
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var verdicts: [ClockEstimator.SampleVerdict] = []
         let warm = feed(&est, &rng, from: 0, count: 300, out: delay, back: delay, jitter: jitter, verdicts: &verdicts)
-        #expect(warm.worst <= 0 && warm.last.delayStepNs == 0 && verdicts.allSatisfy { $0 == .accepted })
+        #expect(warm.worst <= 0 && warm.last.delayStep.ns == 0 && verdicts.allSatisfy { $0 == .accepted })
         return (est, rng)
     }
 
@@ -182,8 +185,8 @@ struct ClockEstimatorTests {
         #expect(verdicts.dropFirst(7).allSatisfy { $0 == .accepted })
         #expect(est.sampleCount == 200 - 16)
         #expect(after.worst <= 0, "the bound covers the error after the step")
-        #expect((after.last.delayStepNs - 5_000_000).magnitude < 10_000)
-        #expect((after.last.offsetNs - Self.truth(at: after.last.referenceLocal) - 2_500_000).magnitude < 5_000)
+        #expect((after.last.delayStep.ns - 5_000_000).magnitude < 10_000)
+        #expect((after.last.offsetNs - Self.truth(at: after.last.reference.ns) - 2_500_000).magnitude < 5_000)
         #expect(after.last.errorBoundNs < 2_520_000)
     }
 
@@ -195,8 +198,8 @@ struct ClockEstimatorTests {
         #expect(early.worst <= 0)
         let after = Self.feed(&est, &rng, from: 31 * Self.second, count: 200, out: 2_520_000, back: 2_520_000, verdicts: &verdicts)
         #expect(after.worst <= 0)
-        #expect(after.last.delayStepNs == 0)
-        #expect((after.last.offsetNs - Self.truth(at: after.last.referenceLocal)).magnitude < 1_000)
+        #expect(after.last.delayStep.ns == 0)
+        #expect((after.last.offsetNs - Self.truth(at: after.last.reference.ns)).magnitude < 1_000)
         #expect(after.last.errorBoundNs < 5_000)
     }
 
@@ -205,12 +208,12 @@ struct ClockEstimatorTests {
         var (est, rng) = Self.warmedUp(seed: 3)
         var verdicts: [ClockEstimator.SampleVerdict] = []
         let slow = Self.feed(&est, &rng, from: 30 * Self.second, count: 100, out: 5_020_000, back: 20_000, verdicts: &verdicts)
-        #expect(slow.last.delayStepNs > 0)
+        #expect(slow.last.delayStep.ns > 0)
         let back = Self.feed(&est, &rng, from: 40 * Self.second, count: 100, out: 20_000, back: 20_000, verdicts: &verdicts)
         #expect(back.worst <= 0)
-        #expect(back.last.delayStepNs == 0)
+        #expect(back.last.delayStep.ns == 0)
         #expect(est.sampleCount == 100)
-        #expect((back.last.offsetNs - Self.truth(at: back.last.referenceLocal)).magnitude < 1_000)
+        #expect((back.last.offsetNs - Self.truth(at: back.last.reference.ns)).magnitude < 1_000)
     }
 
     @Test("on a jittery path a one-way step smaller than the gate is still a delay step, and the bound covers it")
@@ -221,6 +224,6 @@ struct ClockEstimatorTests {
         let after = Self.feed(&est, &rng, from: 30 * Self.second, count: 200, out: 9_000_000, back: 4_000_000, jitter: 2_000_000, verdicts: &verdicts)
         #expect(verdicts.allSatisfy { $0 == .accepted })
         #expect(after.worst <= 0)
-        #expect((after.last.delayStepNs - 5_000_000).magnitude < 1_000_000)
+        #expect((after.last.delayStep.ns - 5_000_000).magnitude < 1_000_000)
     }
 }

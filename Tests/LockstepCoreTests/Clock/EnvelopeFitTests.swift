@@ -1,4 +1,5 @@
 @testable import LockstepCore
+import LockstepSimKit
 import Testing
 
 /// ``EnvelopeFit`` alone: the whole fit on synthetic samples whose truth is known exactly, and
@@ -49,7 +50,7 @@ struct EnvelopeFitTests {
 
     @Test("a direction slowed on most samples is still pinned by its fastest ones, each direction on its own")
     func perDirectionMinimum() {
-        var rng = SeededRandom(seed: 5)
+        var rng = SplitMix64(seed: 5)
         let extraOut = (0..<300).map { i in i % 50 == 7 ? 0 : Int64(rng.unit() * 2_000_000) }
         let extraBack = (0..<300).map { i in i % 60 == 31 ? 0 : Int64(rng.unit() * 2_000_000) }
         // No exchange is fast both ways, so no joint-minimum sample exists.

@@ -3,87 +3,111 @@ import Testing
 
 @Suite("Exchange scheduler")
 struct ExchangeSchedulerTests {
-    static let ms = Nanos.millisecond
-    let start: Int64 = 1_000 * Nanos.second
+    let start = LocalTime(ns: 1_000 * Nanos.second)
+
+    func ms(_ n: Int64) -> TimeSpan { .milliseconds(n) }
 
     func scheduler(_ configuration: ExchangeScheduler.Configuration = .init()) -> ExchangeScheduler {
-        ExchangeScheduler(configuration: configuration, appearedAtLocal: start)
+        ExchangeScheduler(configuration: configuration, appeared: start)
     }
 
-    func estimate(bound: Double, at t: Int64) -> ClockEstimate {
-        ClockEstimate(referenceLocal: t, offsetNs: 0, errorBoundNs: bound, hardBoundNs: 50_000, delayNs: 40_000, sampleCount: 100)
+    func estimate(bound: Double, at t: LocalTime) -> ClockEstimate {
+        ClockEstimate(reference: t, offsetNs: 0, errorBoundNs: bound, hardBoundNs: 50_000, delay: .microseconds(40), sampleCount: 100)
+    }
+
+    /// Sends `id` at `t`, stamped with `t` as its `t1`.
+    func send(_ s: inout ExchangeScheduler, _ id: UInt64, at t: LocalTime) {
+        s.onSent(exchangeID: id, at: t)
+        s.onStamped(exchangeID: id, t1: t)
     }
 
     @Test("a new peer is probed at once, then every 25 ms during the burst")
     func burst() {
         var s = scheduler()
-        #expect(s.shouldSend(atLocal: start, estimate: nil))
-        s.onSent(exchangeID: 1, atLocal: start)
-        #expect(s.nextSendTime(atLocal: start, estimate: nil) == start + 25 * Self.ms)
-        #expect(!s.shouldSend(atLocal: start + 24 * Self.ms, estimate: nil))
-        #expect(s.isBursting(atLocal: start + 1_499 * Self.ms))
-        #expect(!s.isBursting(atLocal: start + 1_500 * Self.ms))
+        #expect(s.shouldSend(at: start, estimate: nil))
+        send(&s, 1, at: start)
+        #expect(s.nextSendTime(at: start, estimate: nil) == start + ms(25))
+        #expect(!s.shouldSend(at: start + ms(24), estimate: nil))
+        #expect(s.isBursting(at: start + ms(1_499)))
+        #expect(!s.isBursting(at: start + ms(1_500)))
     }
 
     @Test("after the burst the rate follows the bound: 10/s when wide, 4/s when tight")
     func adaptiveRate() {
         let s = scheduler()
-        let t = start + 10 * Nanos.second
-        #expect(s.interval(atLocal: t, estimate: estimate(bound: 500_000, at: t)) == 100 * Self.ms)
-        #expect(s.interval(atLocal: t, estimate: estimate(bound: 2_000, at: t)) == 250 * Self.ms)
-        #expect(s.interval(atLocal: t, estimate: estimate(bound: 10_000, at: t)) == 125 * Self.ms)
-        #expect(s.interval(atLocal: t, estimate: nil) == 25 * Self.ms)
+        let t = start + .seconds(10)
+        #expect(s.interval(at: t, estimate: estimate(bound: 500_000, at: t)) == ms(100))
+        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(250))
+        #expect(s.interval(at: t, estimate: estimate(bound: 10_000, at: t)) == ms(125))
+        #expect(s.interval(at: t, estimate: nil) == ms(25))
     }
 
-    @Test("replies are matched to their request; strays and late replies are unknown")
+    @Test("replies are matched to their request by id and echoed t1; strays and late replies are unknown")
     func matching() {
         var s = scheduler()
-        s.onSent(exchangeID: 7, atLocal: start)
-        #expect(s.onReply(exchangeID: 8, atLocal: start + Self.ms) == .unknown)
-        #expect(s.onReply(exchangeID: 7, atLocal: start + Self.ms) == .matched(sentAtLocal: start))
-        #expect(s.onReply(exchangeID: 7, atLocal: start + 2 * Self.ms) == .unknown)
+        send(&s, 7, at: start)
+        #expect(s.onReply(exchangeID: 8, echoedT1: start.ns) == .unknown)
+        #expect(s.onReply(exchangeID: 7, echoedT1: start.ns) == .matched(t1: start))
+        #expect(s.onReply(exchangeID: 7, echoedT1: start.ns) == .unknown)
         #expect(s.outstandingCount == 0)
+    }
+
+    @Test("a reply echoing another t1 than its request carried is refused, and the request still waits for its own")
+    func originCheck() {
+        var s = scheduler()
+        send(&s, 7, at: start)
+        // Replayed from an earlier exchange 7, or forged: another t1.
+        #expect(s.onReply(exchangeID: 7, echoedT1: start.ns - 1_000_000) == .wrongEcho)
+        #expect(s.outstandingCount == 1)
+        #expect(s.onReply(exchangeID: 7, echoedT1: start.ns) == .matched(t1: start))
+    }
+
+    @Test("a request whose send time was never reported matches no reply")
+    func unstamped() {
+        var s = scheduler()
+        s.onSent(exchangeID: 3, at: start)
+        #expect(s.onReply(exchangeID: 3, echoedT1: start.ns) == .wrongEcho)
     }
 
     @Test("a request without a reply is lost after the timeout, does not block the next, and speeds the rate up")
     func loss() {
         var s = scheduler()
-        s.onSent(exchangeID: 1, atLocal: start)
-        #expect(s.nextExpiry == start + Nanos.second)
-        s.onSent(exchangeID: 2, atLocal: start + 25 * Self.ms)
-        #expect(s.expire(atLocal: start + 999 * Self.ms) == [])
-        #expect(s.expire(atLocal: start + 1_030 * Self.ms) == [1, 2])
+        send(&s, 1, at: start)
+        #expect(s.nextExpiry == start + .seconds(1))
+        send(&s, 2, at: start + ms(25))
+        #expect(s.expire(at: start + ms(999)) == [])
+        #expect(s.expire(at: start + ms(1_030)) == [1, 2])
         #expect(s.outstandingCount == 0)
-        #expect(s.onReply(exchangeID: 1, atLocal: start + 1_100 * Self.ms) == .unknown)
+        #expect(s.onReply(exchangeID: 1, echoedT1: start.ns) == .unknown)
         #expect(s.recentLossRate == 1)
-        let t = start + 10 * Nanos.second
-        #expect(s.interval(atLocal: t, estimate: estimate(bound: 2_000, at: t)) == 100 * Self.ms)
-        #expect(s.nextWakeup(atLocal: t, estimate: nil) == start + 25 * Self.ms + 25 * Self.ms)
+        let t = start + .seconds(10)
+        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(100))
+        #expect(s.nextWakeup(at: t, estimate: nil) == start + ms(25) + ms(25))
     }
 
     @Test("outstanding requests are bounded: the oldest is forgotten and counted lost")
     func boundedOutstanding() {
         var s = scheduler(.init(maxOutstanding: 4))
-        for id: UInt64 in 1...10 { s.onSent(exchangeID: id, atLocal: start + Int64(id) * Self.ms) }
+        for id: UInt64 in 1...10 { send(&s, id, at: start + ms(Int64(id))) }
         #expect(s.outstandingCount == 4)
-        #expect(s.onReply(exchangeID: 6, atLocal: start + 20 * Self.ms) == .unknown)
-        #expect(s.onReply(exchangeID: 7, atLocal: start + 20 * Self.ms) == .matched(sentAtLocal: start + 7 * Self.ms))
+        #expect(s.onReply(exchangeID: 6, echoedT1: (start + ms(6)).ns) == .unknown)
+        #expect(s.onReply(exchangeID: 7, echoedT1: (start + ms(7)).ns) == .matched(t1: start + ms(7)))
         #expect(s.recentLossRate > 0.8)
     }
 
     @Test("an outlier asks for a quick second look; a clock step restarts the burst")
     func verdicts() {
         var s = scheduler()
-        let t = start + 10 * Nanos.second
+        let t = start + .seconds(10)
         let tight = estimate(bound: 2_000, at: t)
-        s.onSent(exchangeID: 1, atLocal: t)
-        #expect(s.nextSendTime(atLocal: t, estimate: tight) == t + 250 * Self.ms)
-        s.onVerdict(.rejectedOutlier(residualNs: 5e6), atLocal: t + Self.ms)
-        #expect(s.nextSendTime(atLocal: t + Self.ms, estimate: tight) == t + 26 * Self.ms)
-        s.onSent(exchangeID: 2, atLocal: t + 26 * Self.ms)
-        #expect(s.nextSendTime(atLocal: t + 26 * Self.ms, estimate: tight) == t + 276 * Self.ms)
-        s.onVerdict(.clockStepped(byNs: 5e6), atLocal: t + 30 * Self.ms)
-        #expect(s.isBursting(atLocal: t + 30 * Self.ms))
-        #expect(s.shouldSend(atLocal: t + 30 * Self.ms, estimate: tight))
+        send(&s, 1, at: t)
+        #expect(s.nextSendTime(at: t, estimate: tight) == t + ms(250))
+        s.onVerdict(.rejectedOutlier(residualNs: 5e6), at: t + ms(1))
+        #expect(s.nextSendTime(at: t + ms(1), estimate: tight) == t + ms(26))
+        send(&s, 2, at: t + ms(26))
+        #expect(s.nextSendTime(at: t + ms(26), estimate: tight) == t + ms(276))
+        s.onVerdict(.clockStepped(byNs: 5e6), at: t + ms(30))
+        #expect(s.isBursting(at: t + ms(30)))
+        #expect(s.shouldSend(at: t + ms(30), estimate: tight))
     }
 }

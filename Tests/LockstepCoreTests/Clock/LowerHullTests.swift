@@ -1,4 +1,5 @@
 @testable import LockstepCore
+import LockstepSimKit
 import Testing
 
 /// ``LowerHull`` alone: known point sets, and the hull's defining properties on random ones.
@@ -46,7 +47,7 @@ struct LowerHullTests {
 
     @Test("on random sets every point lies on or above the hull, whose slopes rise strictly")
     func randomSets() {
-        var rng = SeededRandom(seed: 3)
+        var rng = SplitMix64(seed: 3)
         for _ in 0..<200 {
             let n = 1 + Int(rng.unit() * 40)
             var x: Int64 = 0

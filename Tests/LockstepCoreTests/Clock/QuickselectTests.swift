@@ -1,4 +1,5 @@
 @testable import LockstepCore
+import LockstepSimKit
 import Testing
 
 /// ``Quickselect`` alone, against sorting.
@@ -6,7 +7,7 @@ import Testing
 struct QuickselectTests {
     @Test("the k-th smallest is what sorting puts at k, for every k, duplicates included")
     func againstSorting() {
-        var rng = SeededRandom(seed: 11)
+        var rng = SplitMix64(seed: 11)
         for _ in 0..<100 {
             let n = 1 + Int(rng.unit() * 60)
             // Few distinct values, so that pivots often meet their equals.

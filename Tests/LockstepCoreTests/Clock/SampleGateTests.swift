@@ -42,7 +42,7 @@ struct SampleGateTests {
 
     @Test("the gate is the window's mean excess times the factor, at least its floor")
     func gateScales() {
-        let gate = SampleGate(configuration: .init(delayGateFactor: 8, minDelayGateNs: 50_000))
+        let gate = SampleGate(configuration: .init(delayGateFactor: 8, minDelayGate: .microseconds(50)))
         #expect(gate.delayGate(minDelay: 40_000, window: Self.window()) == 50_000)
         var w = Self.window(5)
         for i in 0..<5 { w.append(SampleWindow.Entry(local: Int64(10 + i), out: 30_000, back: 30_000)) }
@@ -118,7 +118,7 @@ struct SampleGateTests {
 
     @Test("a sample slower than the cap is never kept, however many come")
     func cap() {
-        var gate = SampleGate(configuration: .init(maxDelayNs: 500_000))
+        var gate = SampleGate(configuration: .init(maxDelay: .microseconds(500)))
         let (fit, window) = (Self.fit(), Self.window())
         for _ in 0..<20 { #expect(gate.judge(Self.slow, against: fit, window: window) == .reject(.rejectedDelay(excessNs: 1_000_000))) }
         #expect(gate.delayStep == nil)
@@ -127,7 +127,7 @@ struct SampleGateTests {
 
     @Test("a run of samples slower than the delay step's bar is a delay step, though the gate lets each in: the window restarts from them")
     func stepUnderTheGate() {
-        var gate = SampleGate(configuration: .init(delayGateFactor: 8, minDelayGateNs: 50_000, delayStepSamples: 8, delayStepFactor: 2))
+        var gate = SampleGate(configuration: .init(delayGateFactor: 8, minDelayGate: .microseconds(50), delayStepSamples: 8, delayStepFactor: 2))
         var w = Self.window(10)
         for i in 0..<10 { w.append(SampleWindow.Entry(local: Int64(20 + i), out: 50_000, back: 50_000)) }
         // Mean excess 30 µs: the gate is at 240 µs, a step at 60 µs. This path is 100 µs slower.

@@ -74,6 +74,6 @@ struct SampleWindowTests {
     func entryFromSample() {
         let s = ClockSample(t1: 1_000, t2: 5_000_030, t3: 5_000_050, t4: 1_100)
         let e = SampleWindow.Entry(s)
-        #expect(e.local == s.midpointLocal && e.offset == s.offset && e.delay == s.delay)
+        #expect(e.local == s.midpointLocal.ns && e.offset == s.offset && e.delay == s.delay)
     }
 }

@@ -24,8 +24,10 @@ struct GroupStateTests {
             if Int.random(in: 0..<5, using: &rng) == 0 {
                 out.append(.current(CurrentRecord(item: Bool.random(using: &rng) ? item : nil, stamp: stamp, version: version)))
             } else {
-                let phase = Timeline.Phase.allCases.randomElement(using: &rng)!
-                let t = Timeline(phase: phase, anchorTime: Int64.random(in: 0...1_000_000_000_000, using: &rng), position: Int64.random(in: 0...7_200_000_000_000, using: &rng), rate: [0.5, 1, 1.5, 2].randomElement(using: &rng)!)
+                let phase = TimelinePhase.allCases.randomElement(using: &rng)!
+                let t = Timeline(
+                    phase: phase, anchorTime: PeerTime(ns: Int64.random(in: 0...1_000_000_000_000, using: &rng)),
+                    position: MediaPosition(clamping: Int64.random(in: 0...7_200_000_000_000, using: &rng)), rate: [0.5, 1, 1.5, 2].randomElement(using: &rng)!)
                 out.append(.item(ItemRecord(item: item, timeline: t, action: Action.allCases.randomElement(using: &rng)!, stamp: stamp, version: version)))
             }
         }
@@ -122,14 +124,16 @@ struct GroupStateTests {
         let a = Self.peers[0], b = Self.peers[1]
         let item = Self.items[0]
         func record(_ lamport: UInt64, _ origin: PeerID, _ position: Int64) -> ItemRecord {
-            ItemRecord(item: item, timeline: Timeline(phase: .paused, anchorTime: 0, position: position, rate: 1), action: .seek, stamp: Stamp(lamport: lamport, origin: origin, incarnation: 1), version: VersionVector())
+            ItemRecord(
+                item: item, timeline: Timeline(phase: .paused, anchorTime: PeerTime(ns: 0), position: MediaPosition(clamping: position), rate: 1), action: .seek,
+                stamp: Stamp(lamport: lamport, origin: origin, incarnation: 1), version: VersionVector())
         }
         var s = GroupState()
         s.merge(record(5, b, 1))
         s.merge(record(6, a, 2))  // issued after seeing b's (Lamport raised past 5)
-        #expect(s.items[item]?.timeline.position == 2)
+        #expect(s.items[item]?.timeline.position.ns == 2)
         s.merge(record(6, b, 3))  // concurrent with a's 6: the larger peer id wins
-        #expect(s.items[item]?.timeline.position == (b > a ? 3 : 2))
+        #expect(s.items[item]?.timeline.position.ns == (b > a ? 3 : 2))
     }
 
     @Test("version vectors tell causal order from concurrency, and stay bounded")

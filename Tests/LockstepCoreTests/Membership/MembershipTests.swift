@@ -13,6 +13,8 @@ struct MembershipTests {
     let eth0 = Membership.Sighting(instance: "alice", interfaceIndex: 2)
     let s = Nanos.second, ms = Nanos.millisecond
 
+    func at(_ ns: Int64) -> LocalTime { LocalTime(ns: ns) }
+
     func make(_ configure: (inout Membership.Configuration) -> Void = { _ in }) -> Membership {
         var c = Membership.Configuration()
         configure(&c)
@@ -22,93 +24,93 @@ struct MembershipTests {
     @Test("a sighting resolves a peer; an answer makes it reachable; 3 s of silence loses it; an answer brings it back")
     func lifecycle() {
         var m = make()
-        #expect(m.onSighting(alice, name: "Alice", sighting: eth0, endpoints: [v4], now: 0) == [
+        #expect(m.onSighting(alice, name: "Alice", sighting: eth0, endpoints: [v4], now: at(0)) == [
             .stateChanged(alice, from: nil, to: .discovered), .stateChanged(alice, from: .discovered, to: .resolved),
         ])
-        #expect(m.probes(now: 0) == [v4])
-        #expect(m.onHeard(alice, incarnation: 1, from: v4, now: 10 * ms) == [.stateChanged(alice, from: .resolved, to: .reachable)])
-        #expect(m.onTick(now: 3 * s) == [])
-        #expect(m.onTick(now: 10 * ms + 3 * s) == [.stateChanged(alice, from: .reachable, to: .lost)])
-        #expect(m.onHeard(alice, incarnation: 1, from: v4, now: 5 * s) == [.stateChanged(alice, from: .lost, to: .reachable)])
+        #expect(m.dueProbes(now: at(0)) == [v4])
+        #expect(m.onHeard(alice, incarnation: 1, from: v4, now: at(10 * ms)) == [.stateChanged(alice, from: .resolved, to: .reachable)])
+        #expect(m.onTick(now: at(3 * s)) == [])
+        #expect(m.onTick(now: at(10 * ms + 3 * s)) == [.stateChanged(alice, from: .reachable, to: .lost)])
+        #expect(m.onHeard(alice, incarnation: 1, from: v4, now: at(5 * s)) == [.stateChanged(alice, from: .lost, to: .reachable)])
         #expect(m.peers[alice]?.name == "Alice")
     }
 
     @Test("the peer timeout is configurable")
     func timeout() {
-        var m = make { $0.lostAfterNs = 500 * ms }
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 0)
-        #expect(m.onTick(now: 499 * ms) == [])
-        #expect(m.onTick(now: 500 * ms) == [.stateChanged(alice, from: .reachable, to: .lost)])
+        var m = make { $0.lostAfter = .milliseconds(500) }
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        #expect(m.onTick(now: at(499 * ms)) == [])
+        #expect(m.onTick(now: at(500 * ms)) == [.stateChanged(alice, from: .reachable, to: .lost)])
     }
 
     @Test("when DNS-SD withdraws a peer that stays silent, it is lost after a short grace")
     func withdrawalLoses() {
         var m = make()
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4], now: 0)
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 0)
-        #expect(m.onWithdrawal(eth0, now: 1 * s) == [])
-        #expect(m.probes(now: 1 * s) == [v4])
-        #expect(m.onTick(now: 1 * s + 399 * ms) == [])
-        #expect(m.onTick(now: 1 * s + 400 * ms) == [.stateChanged(alice, from: .reachable, to: .lost)])
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4], now: at(0))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        #expect(m.onWithdrawal(eth0, now: at(1 * s)) == [])
+        #expect(m.dueProbes(now: at(1 * s)) == [v4])
+        #expect(m.onTick(now: at(1 * s + 399 * ms)) == [])
+        #expect(m.onTick(now: at(1 * s + 400 * ms)) == [.stateChanged(alice, from: .reachable, to: .lost)])
     }
 
     @Test("a rename shows as a withdrawal; a peer that still answers stays reachable")
     func renameSurvives() {
         var m = make()
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4], now: 0)
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 0)
-        _ = m.onWithdrawal(eth0, now: 1 * s)
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 1 * s + 5 * ms)
-        _ = m.onSighting(alice, name: nil, sighting: .init(instance: "alice #2", interfaceIndex: 2), endpoints: [v4], now: 1 * s + 50 * ms)
-        #expect(m.onTick(now: 2 * s) == [])
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4], now: at(0))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        _ = m.onWithdrawal(eth0, now: at(1 * s))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(1 * s + 5 * ms))
+        _ = m.onSighting(alice, name: nil, sighting: .init(instance: "alice #2", interfaceIndex: 2), endpoints: [v4], now: at(1 * s + 50 * ms))
+        #expect(m.onTick(now: at(2 * s)) == [])
         #expect(m.peers[alice]?.state == .reachable)
     }
 
     @Test("our own service and datagrams are never a peer")
     func ignoresSelf() {
         var m = make()
-        #expect(m.onSighting(me, name: nil, sighting: eth0, endpoints: [v4], now: 0) == [])
-        #expect(m.onHeard(me, incarnation: 1, from: v4, now: 0) == [])
+        #expect(m.onSighting(me, name: nil, sighting: eth0, endpoints: [v4], now: at(0)) == [])
+        #expect(m.onHeard(me, incarnation: 1, from: v4, now: at(0)) == [])
         #expect(m.peers.isEmpty)
     }
 
     @Test("one peer seen on several interfaces and families is one peer with several paths, IPv4 preferred")
     func deduplicates() {
         var m = make()
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v6ll, v4], now: 0)
-        _ = m.onSighting(alice, name: nil, sighting: .init(instance: "alice", interfaceIndex: 3), endpoints: [Endpoint(host: "10.9.0.2", port: 4000)!], now: 0)
-        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: 1 * ms)
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 2 * ms)
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v6ll, v4], now: at(0))
+        _ = m.onSighting(alice, name: nil, sighting: .init(instance: "alice", interfaceIndex: 3), endpoints: [Endpoint(host: "10.9.0.2", port: 4000)!], now: at(0))
+        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: at(1 * ms))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(2 * ms))
         #expect(m.peers.count == 1)
         #expect(m.peers[alice]?.paths.count == 3)
         // The first path heard is kept while it stays fresh (no flapping), so prefer by rank on a fresh start:
         var fresh = make()
-        _ = fresh.onSighting(alice, name: nil, sighting: eth0, endpoints: [v6ll, v4], now: 0)
-        _ = fresh.onHeard(alice, incarnation: 1, from: v4, now: 1 * ms)
+        _ = fresh.onSighting(alice, name: nil, sighting: eth0, endpoints: [v6ll, v4], now: at(0))
+        _ = fresh.onHeard(alice, incarnation: 1, from: v4, now: at(1 * ms))
         #expect(fresh.endpoint(of: alice) == v4)
     }
 
     @Test("when the preferred path goes quiet, another path that is still heard takes over")
     func failover() {
         var m = make()
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: 0)
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 0)
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: at(0))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
         #expect(m.endpoint(of: alice) == v4)
         // Alternates are probed so that they stay known-good.
-        #expect(m.probes(now: 10 * ms).contains(v6ll))
-        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: 1500 * ms)
-        _ = m.onTick(now: 1500 * ms)
+        #expect(m.dueProbes(now: at(10 * ms)).contains(v6ll))
+        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: at(1500 * ms))
+        _ = m.onTick(now: at(1500 * ms))
         #expect(m.endpoint(of: alice) == v6ll)
     }
 
     @Test("a static endpoint is probed until its peer answers, then it is that peer's path")
     func staticPeer() {
         var m = make()
-        m.addStatic(lo)
-        #expect(m.probes(now: 0) == [lo])
-        #expect(m.probes(now: 100 * ms) == [])
-        #expect(m.probes(now: 500 * ms) == [lo])
-        _ = m.onHeard(bob, incarnation: 1, from: lo, now: 600 * ms)
+        m.onStaticEndpoint(lo)
+        #expect(m.dueProbes(now: at(0)) == [lo])
+        #expect(m.dueProbes(now: at(100 * ms)) == [])
+        #expect(m.dueProbes(now: at(500 * ms)) == [lo])
+        _ = m.onHeard(bob, incarnation: 1, from: lo, now: at(600 * ms))
         #expect(m.unidentified.isEmpty)
         #expect(m.peers[bob]?.paths.map(\.source) == [.static])
         #expect(m.endpoint(of: bob) == lo)
@@ -118,8 +120,8 @@ struct MembershipTests {
     func restart() {
         var m = make()
         let oldPort = Endpoint(host: "10.0.0.2", port: 5000)!
-        _ = m.onHeard(alice, incarnation: 1, from: oldPort, now: 0)
-        let events = m.onHeard(alice, incarnation: 2, from: v4, now: 1 * s)
+        _ = m.onHeard(alice, incarnation: 1, from: oldPort, now: at(0))
+        let events = m.onHeard(alice, incarnation: 2, from: v4, now: at(1 * s))
         #expect(events.contains(.restarted(alice, incarnation: 2)))
         #expect(m.peers[alice]?.paths.map(\.endpoint) == [v4])
         #expect(m.peers[alice]?.incarnation == 2)
@@ -129,45 +131,46 @@ struct MembershipTests {
     func dnsPathsFollow() {
         var m = make()
         let oldPort = Endpoint(host: "10.0.0.2", port: 5000)!
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [oldPort], now: 0)
-        _ = m.onWithdrawal(eth0, now: 10 * s)
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4], now: 11 * s)
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [oldPort], now: at(0))
+        _ = m.onWithdrawal(eth0, now: at(10 * s))
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4], now: at(11 * s))
         #expect(m.peers[alice]?.paths.map(\.endpoint) == [v4])
     }
 
     @Test("peers beyond the limit are refused, not tracked")
     func maxPeers() {
         var m = make { $0.maxPeers = 1 }
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 0)
-        #expect(m.onHeard(bob, incarnation: 1, from: lo, now: 0) == [.refused(bob)])
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        #expect(m.onHeard(bob, incarnation: 1, from: lo, now: at(0)) == [.refused(bob)])
         #expect(m.peers.count == 1)
     }
 
     @Test("a lost peer is forgotten after ten minutes")
     func forgets() {
         var m = make()
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: 0)
-        _ = m.onTick(now: 3 * s)
-        #expect(m.onTick(now: 3 * s + 600 * s) == [.forgotten(alice)])
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        _ = m.onTick(now: at(3 * s))
+        #expect(m.onTick(now: at(3 * s + 600 * s)) == [.forgotten(alice)])
         #expect(m.peers.isEmpty)
     }
 
     @Test("after probing, the next deadline is in the future in every state (no busy loop)")
     func deadlinesAdvance() {
         var m = make()
-        m.addStatic(lo)
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: 0)
-        _ = m.onSighting(bob, name: nil, sighting: .init(instance: "bob", interfaceIndex: 2), endpoints: [Endpoint(host: "10.0.0.3", port: 1)!], now: 0)
-        _ = m.onHeard(bob, incarnation: 1, from: Endpoint(host: "10.0.0.3", port: 1)!, now: 0)
-        _ = m.onWithdrawal(.init(instance: "bob", interfaceIndex: 2), now: 0)
-        var now: Int64 = 0
+        m.onStaticEndpoint(lo)
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: at(0))
+        _ = m.onSighting(bob, name: nil, sighting: .init(instance: "bob", interfaceIndex: 2), endpoints: [Endpoint(host: "10.0.0.3", port: 1)!], now: at(0))
+        _ = m.onHeard(bob, incarnation: 1, from: Endpoint(host: "10.0.0.3", port: 1)!, now: at(0))
+        _ = m.onWithdrawal(.init(instance: "bob", interfaceIndex: 2), now: at(0))
+        var now = LocalTime(ns: 0)
         for _ in 0..<200 {
             _ = m.onTick(now: now)
-            _ = m.probes(now: now)
-            let next = m.nextDeadline(after: now)
+            _ = m.dueProbes(now: now)
+            _ = m.dueHellos(now: now)
+            let next = m.nextDeadline(now: now)
             #expect(next > now)
             now = next
         }
-        #expect(now > 60 * s)
+        #expect(now.ns > 60 * s)
     }
 }

@@ -1,30 +1,39 @@
 import PropertyBased
+import LockstepSimKit
 import Testing
 
 @testable import LockstepCore
 
 /// Several nodes, simulated clocks and network: commands reach everyone, anchored at one instant.
-@Suite("Group simulation")
+@Suite("Group simulation", .tags(.simulation))
 struct GroupSimulationTests {
     static let film = ItemID("file:///films/night.mkv")!
     let s = Nanos.second, ms = Nanos.millisecond
 
     /// The true (host) time at which host `i` places the anchor of its record for `item`.
-    func trueAnchor(_ sim: Simulation, _ i: Int, _ item: ItemID = film) -> Int64? {
+    func trueAnchor(_ sim: GroupSimulation, _ i: Int, _ item: ItemID = film) -> Int64? {
         let node = sim.hosts[i].node
-        guard let r = node.replica.state.items[item], let a = node.localAnchor(of: r, now: sim.local(i)) else { return nil }
+        guard let r = node.group.state.items[item], let a = node.timelines.anchor(of: r, now: sim.local(i)) else { return nil }
         return sim.trueTime(i, local: a.time)
     }
 
     /// Where host `i` says the media is at true time `t` (its local timeline at its local time).
-    func position(_ sim: Simulation, _ i: Int, atTrue t: Int64, _ item: ItemID = film) -> Int64? {
+    func position(_ sim: GroupSimulation, _ i: Int, atTrue t: Int64, _ item: ItemID = film) -> Int64? {
         let node = sim.hosts[i].node
-        guard let r = node.replica.state.items[item], let timeline = node.localTimeline(of: r, now: sim.local(i)) else { return nil }
-        return timeline.position(at: sim.hosts[i].clock.device(fromHost: t))
+        guard let r = node.group.state.items[item], let timeline = node.timelines.timeline(of: r, now: sim.local(i)) else { return nil }
+        return timeline.position(at: sim.hosts[i].clock.device(fromHost: t)).ns
     }
 
-    func settled(hosts: Int, seed: UInt64 = 1) -> Simulation {
-        var sim = Simulation(hosts: hosts, seed: seed)
+    /// The item records host `i` issued after true time `since`, in order.
+    func issued(_ sim: GroupSimulation, _ i: Int, since: Int64 = 0) -> [ItemRecord] {
+        sim.hosts[i].log.compactMap { entry in
+            guard entry.time >= since, case .groupChanged(let c) = entry.directive, c.local, case .item(let r) = c.kind else { return nil }
+            return r
+        }
+    }
+
+    func settled(hosts: Int, seed: UInt64 = 1) -> GroupSimulation {
+        var sim = GroupSimulation(hosts: hosts, seed: seed)
         sim.run(for: 3 * s)
         return sim
     }
@@ -37,7 +46,8 @@ struct GroupSimulationTests {
         sim.issue(1, .play(rate: nil))
         sim.run(for: 2 * s)
         let issuedAt = sim.now
-        let record = try #require(try sim.issue(3, .seek(position: 600 * s)).get())
+        #expect(sim.issue(3, .seek(position: MediaPosition(clamping: 600 * s))) == .done)
+        let record = try #require(issued(sim, 3, since: issuedAt).last)
         sim.run(for: 100 * ms)
         let anchors = (0..<5).compactMap { trueAnchor(sim, $0) }
         #expect(anchors.count == 5)
@@ -47,8 +57,8 @@ struct GroupSimulationTests {
         #expect(anchors[3] > issuedAt)
         #expect(anchors[3] - issuedAt <= 60 * ms)
         for i in 0..<5 {
-            #expect(sim.hosts[i].node.replica.state.items[Self.film]?.stamp == record.stamp)
-            #expect(sim.hosts[i].node.replica.state.items[Self.film]?.timeline.position == 600 * s)
+            #expect(sim.hosts[i].node.group.state.items[Self.film]?.stamp == record.stamp)
+            #expect(sim.hosts[i].node.group.state.items[Self.film]?.timeline.position.ns == 600 * s)
         }
         // Every peer learnt of the seek before its instant.
         for i in 0..<5 {
@@ -68,12 +78,14 @@ struct GroupSimulationTests {
         let t = sim.now
         sim.at(t, on: 1) { sim, i in sim.issue(i, .play(rate: nil)) }
         sim.at(t + 4 * ms, on: 2) { sim, i in sim.issue(i, .pause) }
-        sim.at(t + 9 * ms, on: 3) { sim, i in sim.issue(i, .seek(position: 42 * Nanos.second)) }
+        sim.at(t + 9 * ms, on: 3) { sim, i in sim.issue(i, .seek(position: MediaPosition(clamping: 42 * Nanos.second))) }
         sim.run(for: 500 * ms)
-        let states = sim.hosts.map(\.node.replica.state)
+        let states = sim.hosts.map(\.node.group.state)
         #expect(Set(states).count == 1)
         // The winner is the largest stamp among the three.
-        #expect(states[0].items[Self.film]?.action != .load)
+        let stamps = (1...3).compactMap { issued(sim, $0, since: t).last?.stamp }
+        #expect(stamps.count == 3)
+        #expect(states[0].items[Self.film]?.stamp == stamps.max())
     }
 
     @Test("a partitioned group that diverges converges within one anti-entropy round after healing")
@@ -84,21 +96,21 @@ struct GroupSimulationTests {
         sim.partition([0, 1, 2], [3, 4, 5])
         sim.run(for: 500 * ms)
         sim.issue(1, .play(rate: 1.5))
-        sim.issue(4, .seek(position: 30 * Nanos.second))
+        sim.issue(4, .seek(position: MediaPosition(clamping: 30 * Nanos.second)))
         sim.issue(5, .load(ItemID("other")!, .init()))
         sim.run(for: 10 * s)
-        #expect(sim.hosts[0].node.replica.state != sim.hosts[3].node.replica.state)
+        #expect(sim.hosts[0].node.group.state != sim.hosts[3].node.group.state)
         sim.heal()
         // Peers were lost during the 10 s cut; they come back within a probe interval, and
         // greet each other with digests. One anti-entropy interval (1 s) bounds the rest.
         sim.run(for: 1 * s + 600 * ms)
-        let states = sim.hosts.map(\.node.replica.state)
+        let states = sim.hosts.map(\.node.group.state)
         #expect(Set(states).count == 1, "one state everywhere")
     }
 
     @Test("a late joiner adopts the group's state and does not impose its own")
     func lateJoiner() {
-        var sim = Simulation(hosts: 4, seed: 3)
+        var sim = GroupSimulation(hosts: 4, seed: 3)
         // Host 3 is cut off from the start, and has its own idea.
         sim.partition([3], [0, 1, 2])
         sim.run(for: 2 * s)
@@ -108,13 +120,14 @@ struct GroupSimulationTests {
         sim.run(for: 3 * s)
         sim.heal()
         sim.run(for: 2 * s)
-        let states = sim.hosts.map(\.node.replica.state)
+        let states = sim.hosts.map(\.node.group.state)
         #expect(Set(states).count == 1)
         #expect(states[3].items[Self.film]?.timeline.phase == .playing)
-        // And it places the playing timeline where the others do, now and a minute later.
+        // And it places the playing timeline where the others do, now and 10 s later (clocks up
+        // to 400 ppm apart would drift 4 ms apart in that time without the rate correction).
         for _ in 0..<2 {
             let positions = (0..<4).compactMap { position(sim, $0, atTrue: sim.now) }
-            defer { sim.run(for: 60 * s) }
+            defer { sim.run(for: 10 * s) }
             #expect(positions.count == 4)
             #expect(positions.max()! - positions.min()! < 20 * Nanos.microsecond, "media positions differ by \(positions.max()! - positions.min()!) ns: \(positions.map { $0 - positions[0] })")
         }
@@ -122,23 +135,23 @@ struct GroupSimulationTests {
 
     @Test("with 20% loss and duplication, commands still reach everyone (retransmission, then anti-entropy)")
     func lossyNetwork() {
-        var network = Simulation.Network()
+        var network = GroupSimulation.Network()
         network.loss = 0.2
         network.duplicate = 0.2
-        var sim = Simulation(hosts: 5, seed: 9, network: network)
+        var sim = GroupSimulation(hosts: 5, seed: 9, network: network)
         sim.run(for: 3 * s)
         sim.issue(0, .load(Self.film, .init()))
         sim.run(for: 100 * ms)
         sim.issue(2, .play(rate: nil))
         sim.run(for: 300 * ms)
-        #expect(Set(sim.hosts.map(\.node.replica.state)).count == 1)
+        #expect(Set(sim.hosts.map(\.node.group.state)).count == 1)
     }
 
     @Test("with 40% loss every peer still learns every other peer's name: a lost hello is asked for again")
     func lostHellosAreRetried() {
-        var network = Simulation.Network()
+        var network = GroupSimulation.Network()
         network.loss = 0.4
-        var sim = Simulation(hosts: 6, seed: 3, network: network)
+        var sim = GroupSimulation(hosts: 6, seed: 3, network: network)
         sim.run(for: 8 * s)
         for i in sim.hosts.indices {
             for j in sim.hosts.indices where j != i {
@@ -148,23 +161,28 @@ struct GroupSimulationTests {
         }
     }
 
-    @Test("random concurrent commands from up to 8 peers, delivered late, lost or twice, always converge after anti-entropy")
+    @Test("random concurrent commands from up to 6 peers, delivered late, lost or twice, always converge after anti-entropy")
     func randomCommandsConverge() async {
-        await propertyCheck(count: 25, input: Gen.int(in: 2...8), Gen.int(in: 1...25), Gen.int(in: 0...Int.max)) { hosts, commands, seed in
-            var network = Simulation.Network()
+        await propertyCheck(count: 16, input: Gen.int(in: 2...6), Gen.int(in: 1...25), Gen.int(in: 0...Int.max)) { hosts, commands, seed in
+            var network = GroupSimulation.Network()
             var rng = SplitMix64(seed: UInt64(seed))
             network.loss = Double.random(in: 0...0.3, using: &rng)
             network.duplicate = Double.random(in: 0...0.3, using: &rng)
             network.jitterNs = Int64.random(in: 0...5_000_000, using: &rng)
             network.delayNs = 5_000_000 + network.jitterNs
-            var sim = Simulation(hosts: hosts, seed: UInt64(seed), network: network)
+            // The merge is under test here, not the clocks (their scenarios are elsewhere): clock
+            // exchanges at a few per second rather than the agent's 10–40 keep 25 groups quick.
+            var sim = GroupSimulation(hosts: hosts, seed: UInt64(seed), network: network) {
+                $0.clocks.exchanges = .init(burstInterval: .milliseconds(100), burstDuration: .milliseconds(300), minInterval: .milliseconds(400), maxInterval: .seconds(1))
+                $0.clocks.estimator.capacity = 32
+            }
             sim.run(for: 2 * Nanos.second)
             let items = ["a", "b", "c"].map { ItemID($0)! }
             for _ in 0..<commands {
                 let host = Int.random(in: 0..<hosts, using: &rng)
                 let item = items.randomElement(using: &rng)!
                 let command: GroupCommand = [
-                    .load(item, .init()), .play(rate: nil), .pause, .seek(position: Int64.random(in: 0...1_000_000_000_000, using: &rng)),
+                    .load(item, .init()), .play(rate: nil), .pause, .seek(position: MediaPosition(clamping: Int64.random(in: 0...1_000_000_000_000, using: &rng))),
                     .setRate([0.5, 1, 2].randomElement(using: &rng)!), .stop,
                 ].randomElement(using: &rng)!
                 sim.issue(host, command)
@@ -174,7 +192,7 @@ struct GroupSimulationTests {
             sim.network.loss = 0
             sim.network.duplicate = 0
             sim.run(for: 3 * Nanos.second)
-            #expect(Set(sim.hosts.map(\.node.replica.state)).count == 1)
+            #expect(Set(sim.hosts.map(\.node.group.state)).count == 1)
         }
     }
 }

@@ -7,7 +7,7 @@
 /// bound assumes equal minimum delays each way, so it would not cover that move: once the
 /// faster samples have left the window, the estimate sits up to `R/2` off with a bound of a few
 /// µs. Chrony caps the delay it accepts (`maxdelay`, `maxdelayratio`, `maxdelaydevratio`); here
-/// only an absolute cap is kept (``ClockEstimator/Configuration/maxDelayNs``), and a slower path
+/// only an absolute cap is kept (``ClockEstimator/Configuration/maxDelay``), and a slower path
 /// is accepted (it may be a real route change, and refusing it for good would stop the clock),
 /// but not trusted: ``SampleGate`` records the rise, and until the path is back the statistical
 /// bound is widened by ``bias``. (Capping how far one sample may move the offset would not help:
@@ -22,7 +22,7 @@
 /// **Explaining it.** The fits on the slower path are compared with the anchor's line, each with
 /// its statistical scale: the offset moved by the difference. A rise shared by both directions
 /// moves nothing, and its allowance shrinks to the comparison's precision; a one-sided rise shows
-/// as half of it, and keeps the allowance. The alarm (``ClockEstimate/delayStepNs``) is shown
+/// as half of it, and keeps the allowance. The alarm (``ClockEstimate/delayStep``) is shown
 /// until the rise is ``explained``: the last comparison found no move, and was precise enough to
 /// have seen a quarter of a one-sided one. An explained rise keeps its (small) allowance in the
 /// bound, but no longer alarms.
@@ -33,7 +33,7 @@
 /// not win by waiting.
 ///
 /// **Limits.** A rise below the delay step's bar (the window's mean excess, at least
-/// ``ClockEstimator/Configuration/minDelayGateNs``) is not seen, and may move the offset by half
+/// ``ClockEstimator/Configuration/minDelayGate``) is not seen, and may move the offset by half
 /// of it; so may a rise slower than the window turns over (a ramp). Only other paths can show
 /// those (``MeshClock``).
 struct DelayStep: Sendable, Equatable {

@@ -15,7 +15,7 @@
 /// anyway, except one direction's. The gate opens after
 /// ``ClockEstimator/Configuration/maxConsecutiveDelayRejections`` in a row, and stays open until
 /// a sample passes it on its own again.
-/// A sample slower than ``ClockEstimator/Configuration/maxDelayNs`` is never kept.
+/// A sample slower than ``ClockEstimator/Configuration/maxDelay`` is never kept.
 ///
 /// **Delay steps.** A path that got slower may be a route change or an on-path attacker holding
 /// one direction's packets (review finding M6): either way the two-way method cannot tell how
@@ -84,12 +84,12 @@ struct SampleGate: Sendable {
     /// holds two samples.
     mutating func judge(_ sample: ClockSample, against fit: EnvelopeFit.Fit?, window: SampleWindow) -> Decision {
         guard sample.isValid else { return .reject(.rejectedInvalid) }
-        if sample.delay > configuration.maxDelayNs {
+        if sample.delay > configuration.maxDelay.ns {
             return .reject(.rejectedDelay(excessNs: sample.delay &- (fit?.minDelay ?? 0)))
         }
         if let fit, window.count >= 2 {
             // A sample that cannot be reconciled with the line, whatever the path asymmetry.
-            let local = sample.midpointLocal
+            let local = sample.midpointLocal.ns
             let residual = sample.offset - fit.offset(atLocal: local)
             let wander = configuration.wanderPPM * 1e-6
             let allowed = Double(sample.delay) / 2 + fit.hardBound(atLocal: local, wander: wander) + configuration.stepThresholdNs
@@ -125,13 +125,13 @@ struct SampleGate: Sendable {
 
     /// The delay excess above which a sample is not kept: ``ClockEstimator/Configuration/delayGateFactor``
     /// times the window's mean excess over `minDelay`, and at least
-    /// ``ClockEstimator/Configuration/minDelayGateNs``.
+    /// ``ClockEstimator/Configuration/minDelayGate``.
     func delayGate(minDelay: Int64, window: SampleWindow) -> Int64 {
         threshold(configuration.delayGateFactor, window.meanExcess(over: minDelay))
     }
 
     private func threshold(_ factor: Double, _ meanExcess: Double) -> Int64 {
-        max(configuration.minDelayGateNs, Int64(factor * meanExcess))
+        max(configuration.minDelayGate.ns, Int64(factor * meanExcess))
     }
 
     /// Counts runs of samples more than `limit` slower than the window's minimum; true when the
@@ -164,7 +164,7 @@ struct SampleGate: Sendable {
         // Do the held samples agree with each other (allowing for the skew between them)?
         let first = held[0]
         for s in held.dropFirst() {
-            let drift = slope * Double(s.midpointLocal &- first.midpointLocal)
+            let drift = slope * Double(s.midpointLocal.ns &- first.midpointLocal.ns)
             let gap = (s.offset - first.offset - drift).magnitude
             if gap > Double(s.delay &+ first.delay) / 2 + configuration.stepThresholdNs {
                 return .reject(.rejectedOutlier(residualNs: residual))

@@ -21,7 +21,7 @@ struct SampleWindow: Sendable {
         }
 
         init(_ s: ClockSample) {
-            self.init(local: s.midpointLocal, out: s.t2 &- s.t1, back: s.t4 &- s.t3)
+            self.init(local: s.midpointLocal.ns, out: s.t2.ns &- s.t1.ns, back: s.t4.ns &- s.t3.ns)
         }
 
         /// The exchange's own offset, `θ = (out − back) / 2`.

@@ -34,29 +34,6 @@ public struct ItemID: Hashable, Comparable, Sendable, Codable, CustomStringConve
     /// A 64-bit FNV-1a hash of the UTF-8 bytes: the same on every platform and run (Swift's
     /// `Hasher` is seeded per process), so digests can name items compactly.
     public var stableHash: UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in value.utf8 {
-            h ^= UInt64(b)
-            h = h &* 0x0000_0100_0000_01b3
-        }
-        return h
+        FNV1a.hash(value.utf8)
     }
-}
-
-/// What a player shares about an item when it proposes it to the group (SharePlay's activity metadata).
-public struct ItemMetadata: Equatable, Hashable, Sendable, Codable {
-    public static let maxTitleBytes = 128
-    public static let maxArtworkBytes = 256
-
-    public var title: String?
-    public var artworkURL: String?
-    /// Duration in nanoseconds, when known.
-    public var durationNs: Int64?
-
-    public init(title: String? = nil, artworkURL: String? = nil, durationNs: Int64? = nil) {
-        self.title = title.map { $0.truncated(toUTF8: ItemMetadata.maxTitleBytes) }
-        self.artworkURL = artworkURL.flatMap { $0.utf8.count <= ItemMetadata.maxArtworkBytes ? $0 : nil }
-        self.durationNs = durationNs.flatMap { $0 >= 0 ? $0 : nil }
-    }
-
 }

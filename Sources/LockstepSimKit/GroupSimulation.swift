@@ -1,4 +1,4 @@
-@testable import LockstepCore
+import LockstepCore
 
 /// A deterministic, sleep-free simulation of a whole group: several ``Node``s, each on its own
 /// simulated device clock, joined by a simulated network (delay, jitter, loss, duplication,
@@ -6,49 +6,56 @@
 ///
 /// In the spirit of quinn's test `Pair`: `run(until:)` jumps from event to event, so minutes of
 /// group life take milliseconds of CPU.
-struct Simulation {
-    struct Host {
-        var node: Node
-        var clock: DeviceClock
-        var endpoint: Endpoint
+public struct GroupSimulation {
+    public struct Host {
+        public var node: Node
+        public var clock: DeviceClock
+        public var endpoint: Endpoint
         /// Everything the node asked its shell to do, with the true time.
-        var log: [(time: Int64, directive: NodeDirective)] = []
-        var nextTick: Int64 = .max
+        public var log: [(time: Int64, directive: NodeDirective)] = []
+        public var nextTick: Int64 = .max
     }
 
-    struct Network {
-        var delayNs: Int64 = 100_000
-        var jitterNs: Int64 = 10_000
-        var loss: Double = 0
-        var duplicate: Double = 0
+    public struct Network {
+        public var delayNs: Int64 = 100_000
+        public var jitterNs: Int64 = 10_000
+        public var loss: Double = 0
+        public var duplicate: Double = 0
         /// Pairs (a, b), a < b, that cannot talk.
-        var cut: Set<[Int]> = []
+        public var cut: Set<[Int]> = []
         /// Per host: how long after the node's shell stamps a clock request or reply (t1, t3)
         /// the datagram really leaves (a send path), drawn uniformly; none by default.
-        var sendLatencyNs: [ClosedRange<Int64>] = []
+        public var sendLatencyNs: [ClosedRange<Int64>] = []
         /// Whether the shells report when clock datagrams really left (kernel transmit
         /// timestamps), so that nodes can use them (``Node/onTransmitted(_:to:at:now:)``).
-        var transmitTimestamps = false
+        public var transmitTimestamps = false
+
+        public init(delayNs: Int64 = 100_000, jitterNs: Int64 = 10_000, loss: Double = 0, duplicate: Double = 0) {
+            self.delayNs = delayNs
+            self.jitterNs = jitterNs
+            self.loss = loss
+            self.duplicate = duplicate
+        }
     }
 
     enum Event {
         case deliver(to: Int, from: Int, message: PeerMessage, source: Endpoint)
         case tick(Int)
-        case action(Int, @Sendable (inout Simulation, Int) -> Void)
+        case action(Int, @Sendable (inout GroupSimulation, Int) -> Void)
     }
 
-    var now: Int64 = 0
-    var hosts: [Host] = []
-    var network = Network()
-    var rng: SplitMix64
-    private var queue: [(time: Int64, seq: UInt64, event: Event)] = []
-    private var seq: UInt64 = 0
+    /// The true time, in nanoseconds.
+    public private(set) var now: Int64 = 0
+    public var hosts: [Host] = []
+    public var network = Network()
+    public var rng: SplitMix64
+    private var queue = EventQueue<Event>()
     /// Datagrams delivered, dropped.
-    var delivered = 0, dropped = 0
+    public var delivered = 0, dropped = 0
 
     /// `count` hosts; host i has clock `clocks[i]` (default: random offsets up to ±30 s and skews
     /// up to ±200 ppm). All hosts know each other's endpoints (as DNS-SD would tell them) at time 0.
-    init(hosts count: Int, seed: UInt64 = 1, clocks: [DeviceClock]? = nil, network: Network = .init(), configure: (inout Node.Configuration) -> Void = { _ in }) {
+    public init(hosts count: Int, seed: UInt64 = 1, clocks: [DeviceClock]? = nil, network: Network = .init(), configure: (inout Node.Configuration) -> Void = { _ in }) {
         rng = SplitMix64(seed: seed)
         self.network = network
         var config = Node.Configuration()
@@ -65,29 +72,28 @@ struct Simulation {
     }
 
     /// Host `i` learns of host `j` through DNS-SD.
-    mutating func see(_ i: Int, _ j: Int) {
+    public mutating func see(_ i: Int, _ j: Int) {
         let t = local(i)
         let d = hosts[i].node.onSighting(hosts[j].node.identity.peer, name: "n\(j)", sighting: .init(instance: "n\(j)", interfaceIndex: 2), endpoints: [hosts[j].endpoint], now: t)
         execute(i, d)
     }
 
-    func local(_ i: Int) -> Int64 { hosts[i].clock.device(fromHost: now) }
-    func trueTime(_ i: Int, local t: Int64) -> Int64 { hosts[i].clock.host(fromDevice: t) }
-    func peer(_ i: Int) -> PeerID { hosts[i].node.identity.peer }
+    public func local(_ i: Int) -> LocalTime { hosts[i].clock.device(fromHost: now) }
+    public func trueTime(_ i: Int, local t: LocalTime) -> Int64 { hosts[i].clock.host(fromDevice: t) }
+    public func peer(_ i: Int) -> PeerID { hosts[i].node.identity.peer }
 
     // MARK: - Driving
 
     /// Runs every event up to and including true time `t`.
-    mutating func run(until t: Int64) {
-        while let first = queue.first, first.time <= t {
-            queue.removeFirst()
-            now = max(now, first.time)
-            switch first.event {
+    public mutating func run(until t: Int64) {
+        while let time = queue.peekTime, time <= t, let (_, event) = queue.pop() {
+            now = max(now, time)
+            switch event {
             case .deliver(let to, let from, let message, let source):
                 let d = hosts[to].node.onMessage(message, from: peer(from), incarnation: hosts[from].node.identity.incarnation, source: source, receivedAt: local(to), now: local(to))
                 execute(to, d)
             case .tick(let i):
-                guard hosts[i].nextTick == first.time else { continue }
+                guard hosts[i].nextTick == time else { continue }
                 hosts[i].nextTick = .max
                 execute(i, hosts[i].node.onTick(now: local(i)))
             case .action(let i, let body):
@@ -97,34 +103,44 @@ struct Simulation {
         now = max(now, t)
     }
 
-    mutating func run(for duration: Int64) { run(until: now + duration) }
+    public mutating func run(for duration: Int64) { run(until: now + duration) }
 
     /// Schedules `body` on host `i` at true time `t`.
-    mutating func at(_ t: Int64, on i: Int, _ body: @escaping @Sendable (inout Simulation, Int) -> Void) {
+    public mutating func at(_ t: Int64, on i: Int, _ body: @escaping @Sendable (inout GroupSimulation, Int) -> Void) {
         schedule(t, .action(i, body))
     }
 
-    /// Issues a command on host `i` now.
+    /// Issues a command on host `i` now; returns how it went.
     @discardableResult
-    mutating func issue(_ i: Int, _ command: GroupCommand, item: ItemID? = nil) -> Result<ItemRecord?, CommandError> {
-        let (d, result) = hosts[i].node.issue(command, item: item, now: local(i))
+    public mutating func issue(_ i: Int, _ command: GroupCommand, item: ItemID? = nil) -> RequestOutcome? {
+        let d = hosts[i].node.onCommand(command, item: item, now: local(i))
         execute(i, d)
-        return result
+        return d.compactMap { if case .reply(let o) = $0 { o } else { nil } }.first
     }
 
-    mutating func execute(_ i: Int, _ directives: [NodeDirective]) {
+    /// Carries out host `i`'s directives as its shell would: clock messages are stamped as they
+    /// leave (and the node told which `t1` a request carried), datagrams cross the network.
+    public mutating func execute(_ i: Int, _ directives: [NodeDirective]) {
         for d in directives {
             hosts[i].log.append((now, d))
-            guard case .send(var message, let to) = d else { continue }
+            let message: PeerMessage
+            let to: Endpoint
             var isExchange = false
-            switch message {
-            case .clockRequest(let ex, _):
-                message = .clockRequest(exchange: ex, t1: local(i))
-                isExchange = true
-            case .clockReply(let ex, let t1, let t2, _):
-                message = .clockReply(exchange: ex, t1: t1, t2: t2, t3: local(i))
-                isExchange = true
-            default: break
+            switch d {
+            case .send(let m, let e):
+                message = m
+                to = e
+            case .sendClockRequest(let ex, let e):
+                message = .clockRequest(exchange: ex, t1: PeerTime(ours: local(i)))
+                to = e
+                isExchange = ex != 0
+                if ex != 0 { hosts[i].node.onClockRequestSent(exchange: ex, to: e, t1: local(i)) }
+            case .sendClockReply(let ex, let echo, let t2, let e):
+                message = .clockReply(exchange: ex, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: local(i)))
+                to = e
+                isExchange = ex != 0
+            default:
+                continue
             }
             var departure = now
             if isExchange, i < network.sendLatencyNs.count {
@@ -133,7 +149,7 @@ struct Simulation {
             if isExchange, network.transmitTimestamps {
                 let sent = message
                 schedule(departure, .action(i) { sim, i in
-                    sim.execute(i, sim.hosts[i].node.onTransmitted(sent, to: to, at: sim.local(i), now: sim.local(i)))
+                    sim.execute(i, sim.hosts[i].node.onTransmitted(sent, to: to, at: sim.local(i)))
                 })
             }
             guard let j = hosts.firstIndex(where: { $0.endpoint == to }) else { continue }
@@ -157,23 +173,15 @@ struct Simulation {
     }
 
     private mutating func schedule(_ t: Int64, _ e: Event) {
-        seq += 1
-        let item = (time: t, seq: seq, event: e)
-        // Binary search insertion keeps the queue ordered by (time, seq).
-        var lo = 0, hi = queue.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if (queue[mid].time, queue[mid].seq) < (t, seq) { lo = mid + 1 } else { hi = mid }
-        }
-        queue.insert(item, at: lo)
+        queue.push(at: t, e)
     }
 
     // MARK: - Network faults
 
-    mutating func partition(_ a: [Int], _ b: [Int]) {
+    public mutating func partition(_ a: [Int], _ b: [Int]) {
         for i in a { for j in b { network.cut.insert([min(i, j), max(i, j)]) } }
     }
 
-    mutating func heal() { network.cut = [] }
+    public mutating func heal() { network.cut = [] }
 }
 

@@ -1,0 +1,54 @@
+import Foundation
+import LockstepCore
+import LockstepPeerWire
+import LockstepPlayerProtocol
+
+/// What `lockstep status`, `peers` and `clock` show.
+extension Agent {
+    func status(now: LocalTime) -> AgentStatus {
+        let host = hostTime(now)
+        let peers = node.membership.peers.values
+        return AgentStatus(
+            peerID: identity.peerID.hex, name: identity.name, version: LockstepVersion.current,
+            playerProtocol: LockstepVersion.playerProtocol, peerProtocol: PeerProtocol.version,
+            socket: configuration.socketPath, stateDir: configuration.stateDirectory, pid: getpid(),
+            udpPort: transport?.socket.port ?? 0, incarnation: identity.incarnation, uptimeNs: host.subtractingSaturating(startedAt), hostTimeNs: host,
+            group: GroupInfo(name: keys.group.name, tag: keys.group.tag, epoch: keys.group.epoch),
+            peersReachable: peers.filter { $0.state == .reachable }.count, peersKnown: peers.count,
+            players: clients.values.filter { $0.playerID != nil }.count,
+            mdns: discoveryState.description, counters: transport?.snapshot ?? [:])
+    }
+
+    func clock(now: LocalTime) -> ClockResult {
+        let list: [ClockInfo] = node.membership.reachable.compactMap { peer in
+            guard let resolved = node.clocks.resolved(peer, at: now), let link = node.clocks.links[peer] else { return nil }
+            let e = resolved.estimate
+            let source: String
+            switch resolved.source {
+            case .direct: source = "direct"
+            case .via(let other): source = "via " + name(of: other)
+            }
+            return ClockInfo(
+                peerID: peer.hex, name: name(of: peer), offsetNs: e.offset(at: now), errorBoundNs: e.errorBound(at: now),
+                hardBoundNs: e.hardBound(at: now), delayNs: e.delay.ns, skewPPM: e.skewPPM, samples: e.sampleCount,
+                lastSampleAgeNs: (now - e.lastSample).ns, source: source, trusted: resolved.trusted,
+                closureErrorNs: resolved.closureErrorNs, worstClosureErrorNs: resolved.worstClosureErrorNs,
+                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: link.lost, rejected: link.rejected,
+                sendStamps: link.lastKernelStamped ? "kernel" : "agent", kernelStamped: link.kernelStamped,
+                followUpsMissed: link.stamps.followUpsMissed, stampsImplausible: link.stamps.implausible,
+                delayStepNs: node.clocks.estimate(of: peer, at: now).flatMap { $0.delayStep > .zero ? $0.delayStep.ns : nil })
+        }
+        return ClockResult(localTimeNs: now.ns, hostTimeNs: hostTime(now), peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
+    }
+
+    func peers(now: LocalTime) -> PeersResult {
+        let list = node.membership.peers.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }.map { p in
+            PeerInfo(
+                peerID: p.id.hex, name: p.name, state: p.state.rawValue,
+                addresses: p.paths.map { "\($0.endpoint)" }, preferred: p.preferred.map { "\($0)" },
+                stateAgeNs: (now - p.since).ns, lastHeardAgoNs: p.lastHeard.map { (now - $0).ns },
+                incarnation: p.incarnation, sources: Array(Set(p.paths.map(\.source.rawValue))).sorted())
+        }
+        return PeersResult(peers: list)
+    }
+}

@@ -1,0 +1,312 @@
+/// The clock protocol of one node, whole: four-timestamp exchanges with every reachable peer,
+/// their kernel transmit times, one estimator per peer, and the mesh of gossiped estimates that
+/// cross-checks them (`Protocol/peer-protocol.md` §3, §4.1–4.2a, §4.11).
+///
+/// A pure instance, as ``Membership``: every input is an `on…` call with the current local time,
+/// every output a ``Directive`` for its owner (``Node``) to carry out. It knows peers by id; where
+/// they are (their preferred path), whether discovery vouches for them and which incarnation they
+/// run are told by the owner in ``Route``s, because ``Membership`` owns that.
+///
+/// An exchange:
+/// 1. ``onTick(now:routes:)`` decides a request is due (``ExchangeScheduler``): ``Directive/sendRequest(exchange:to:)``;
+/// 2. the shell stamps `t1` as late as it can, sends, and says which `t1` it stamped
+///    (``onRequestSent(exchange:to:t1:)``), and later, where the kernel reports it, when the
+///    datagram really left (``onRequestTransmitted(exchange:t1:to:at:)``);
+/// 3. the peer answers; ``onReply(from:exchange:echo:t2:t3:receivedAt:source:now:)`` matches the
+///    reply by exchange id *and* its echoed `t1` (RFC 5905's origin check: a replayed or forged
+///    reply is refused, and the echoed value is never used as a time), waits for the peer's
+///    follow-up if it sends them (``TransmitStamps``), and gives the sample to the estimator.
+public struct PeerClocks: Sendable {
+    public struct Configuration: Sendable {
+        public var estimator = ClockEstimator.Configuration()
+        public var exchanges = ExchangeScheduler.Configuration()
+        public var transmitStamps = TransmitStamps.Configuration()
+        public var mesh = MeshClock.Configuration()
+        /// How often direct clock estimates are gossiped to the peers, for closure checks.
+        public var reportInterval: TimeSpan = .seconds(1)
+
+        public init() {}
+    }
+
+    /// What the owner knows of a reachable peer.
+    public struct Route: Sendable, Equatable {
+        /// Its preferred path.
+        public var endpoint: Endpoint
+        /// Its incarnation, if known.
+        public var incarnation: UInt64?
+        /// Discovery vouches for it (DNS-SD showed it, or it was configured): its reports count
+        /// in the mesh (see ``MeshClock``).
+        public var vetted: Bool
+
+        public init(endpoint: Endpoint, incarnation: UInt64?, vetted: Bool) {
+            self.endpoint = endpoint
+            self.incarnation = incarnation
+            self.vetted = vetted
+        }
+    }
+
+    /// The clock exchanges with one peer.
+    public struct Link: Sendable {
+        public var estimator: ClockEstimator
+        public var scheduler: ExchangeScheduler
+        /// Kernel transmit times of this peer's exchanges: our requests', and its replies' (follow-ups).
+        public var stamps: TransmitStamps
+        var nextExchange: UInt32 = 0
+        /// Where the outstanding exchanges went (a reply from another path is not a sample of this one).
+        var sentTo: Endpoint?
+        /// Exchanges that got no reply in time.
+        public var lost: UInt64 = 0
+        /// Samples the estimator did not use.
+        public var rejected: UInt64 = 0
+        /// Samples rejected as outliers (far outside the bound: a step not yet confirmed, or noise).
+        public var outliers: UInt64 = 0
+        /// Steps of the peer's clock the estimator confirmed (each restarts its window).
+        public var steps: UInt64 = 0
+        /// Replies refused because they echoed a `t1` this node never sent for that exchange.
+        public var wrongEchoes: UInt64 = 0
+        /// Samples whose send times were both the kernel's (t1 and, from a follow-up, t3).
+        public var kernelStamped: UInt64 = 0
+        /// Whether the last sample used had both send times from the kernel.
+        public var lastKernelStamped = false
+
+        init(now: LocalTime, configuration: Configuration) {
+            estimator = ClockEstimator(configuration: configuration.estimator)
+            scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now)
+            stamps = TransmitStamps(configuration: configuration.transmitStamps)
+        }
+    }
+
+    /// What to do.
+    public enum Directive: Sendable, Equatable {
+        /// Send a clock request for `exchange`; the shell stamps `t1` and reports it
+        /// (``onRequestSent(exchange:to:t1:)``).
+        case sendRequest(exchange: UInt32, to: Endpoint)
+        /// Answer a request: `echo` is its `t1`, `t2` when it arrived; the shell stamps `t3`.
+        case sendReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint)
+        /// The kernel's transmit time of a reply this node sent, for the requester.
+        case sendFollowUp(exchange: UInt32, echo: Int64, t3: LocalTime, to: Endpoint)
+        /// Gossip this node's direct estimates to `peer`.
+        case sendReport(ClockReport, to: PeerID)
+        /// A reply was refused: it echoed a `t1` this node did not send for its exchange
+        /// (replayed, redirected or forged). Counted by the shell.
+        case refusedReply(from: PeerID)
+    }
+
+    public let me: PeerID
+    public let configuration: Configuration
+    public private(set) var links: [PeerID: Link] = [:]
+    public private(set) var mesh: MeshClock
+    private var nextReport: LocalTime?
+
+    public init(me: PeerID, configuration: Configuration = .init()) {
+        self.me = me
+        self.configuration = configuration
+        self.mesh = MeshClock(localID: me, configuration: configuration.mesh)
+    }
+
+    // MARK: - Peers
+
+    /// `peer` became reachable: exchanges start (with a burst) unless they already run.
+    public mutating func onPeerReachable(_ peer: PeerID, now: LocalTime) {
+        if links[peer] == nil { links[peer] = Link(now: now, configuration: configuration) }
+    }
+
+    /// `peer` restarted: a new incarnation may run on a new clock epoch, so its estimate starts afresh.
+    public mutating func onPeerRestarted(_ peer: PeerID, now: LocalTime) {
+        mesh.removePeer(peer)
+        links[peer] = Link(now: now, configuration: configuration)
+    }
+
+    /// `peer` is forgotten.
+    public mutating func onPeerForgotten(_ peer: PeerID) {
+        links[peer] = nil
+        mesh.removePeer(peer)
+    }
+
+    /// The local clock stepped (a test hook simulates this; a monotonic clock never does): every
+    /// estimate was on the old scale, so all start afresh with a burst, and reports are due now.
+    public mutating func onLocalClockStep(now: LocalTime) {
+        for peer in links.keys {
+            links[peer] = Link(now: now, configuration: configuration)
+            mesh.removePeer(peer)
+        }
+        nextReport = now
+    }
+
+    // MARK: - Exchanges
+
+    /// A clock request from `source`: answer it. (A probe, exchange 0, is answered too: the
+    /// requester learns we are alive.)
+    public func onRequest(exchange: UInt32, t1: PeerTime, receivedAt: LocalTime, from source: Endpoint) -> [Directive] {
+        [.sendReply(exchange: exchange, echo: t1.ns, t2: receivedAt, to: source)]
+    }
+
+    /// The shell sent request `exchange` to `destination` carrying `t1`.
+    public mutating func onRequestSent(exchange: UInt32, to destination: Endpoint, t1: LocalTime) {
+        guard exchange != 0, let peer = peer(sentTo: destination) else { return }
+        links[peer]?.scheduler.onStamped(exchangeID: UInt64(exchange), t1: t1)
+    }
+
+    /// The kernel says request `exchange` (carrying `t1`) left for `destination` at `sentAt`.
+    public mutating func onRequestTransmitted(exchange: UInt32, t1: LocalTime, to destination: Endpoint, at sentAt: LocalTime) {
+        guard exchange != 0, let peer = peer(sentTo: destination) else { return }
+        links[peer]?.stamps.onRequestTransmitted(exchange: exchange, t1: t1, at: sentAt)
+    }
+
+    /// The kernel says our reply to `exchange` (echoing `echo`) left for `destination` at `sentAt`:
+    /// the requester gets that time in a follow-up.
+    public func onReplyTransmitted(exchange: UInt32, echo: Int64, to destination: Endpoint, at sentAt: LocalTime) -> [Directive] {
+        guard exchange != 0 else { return [] }
+        return [.sendFollowUp(exchange: exchange, echo: echo, t3: sentAt, to: destination)]
+    }
+
+    /// A reply from `peer` (authenticated, arrived from `source` at `receivedAt`, kernel time).
+    public mutating func onReply(
+        from peer: PeerID, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime, receivedAt: LocalTime, source: Endpoint, now: LocalTime
+    ) -> [Directive] {
+        guard exchange != 0, var link = links[peer] else { return [] }
+        let t1: LocalTime
+        switch link.scheduler.onReply(exchangeID: UInt64(exchange), echoedT1: echo) {
+        case .matched(let sent): t1 = sent
+        case .unknown: return []
+        case .wrongEcho:
+            link.wrongEchoes += 1
+            links[peer] = link
+            return [.refusedReply(from: peer)]
+        }
+        // A reply from another path than the one asked is not a sample of this path.
+        guard link.sentTo == nil || link.sentTo == source else {
+            links[peer] = link
+            return []
+        }
+        let ready = link.stamps.onReply(exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), now: now)
+        links[peer] = link
+        if let ready { ingest(ready, from: peer) }
+        return []
+    }
+
+    /// A follow-up from `peer`: its reply to `exchange` really left at `t3`.
+    public mutating func onFollowUp(from peer: PeerID, exchange: UInt32, echo: Int64, t3: PeerTime) {
+        guard let ready = links[peer]?.stamps.onFollowUp(exchange: exchange, t1: echo, t3: t3) else { return }
+        ingest(ready, from: peer)
+    }
+
+    /// `reporter` gossips its direct estimates. Reports about this node, about earlier lives of
+    /// their targets, and from reporters discovery does not vouch for are not kept.
+    public mutating func onReport(
+        _ report: ClockReport, from reporter: PeerID, route: Route?, incarnation: (PeerID) -> UInt64?, now: LocalTime
+    ) {
+        guard let route else { return }
+        let info = MeshClock.Reporter(vetted: route.vetted, host: route.endpoint.host)
+        for entry in report.entries where entry.peer != me {
+            // A report about an earlier life of its target measured another clock epoch.
+            if let known = incarnation(entry.peer), entry.incarnation < known { continue }
+            mesh.updateReport(from: reporter, info, target: entry.peer, estimate: entry.estimate, receivedAt: now)
+        }
+    }
+
+    /// A complete sample (its follow-up in, or not coming) goes to the estimator.
+    private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID) {
+        guard var link = links[peer] else { return }
+        let sample = ready.sample
+        let verdict = link.estimator.onSample(sample)
+        // (The scheduler restarts its burst itself on a step.)
+        link.scheduler.onVerdict(verdict, at: sample.t4)
+        switch verdict {
+        case .clockStepped:
+            link.steps += 1
+            mesh.removePeer(peer)
+        case .accepted:
+            link.lastKernelStamped = ready.kernelT1 && ready.kernelT3
+            if link.lastKernelStamped { link.kernelStamped += 1 }
+        case .rejectedOutlier:
+            link.outliers += 1
+            link.rejected += 1
+        case .rejectedDelay, .rejectedInvalid:
+            link.rejected += 1
+        }
+        if let estimate = link.estimator.estimate(at: sample.t4) { mesh.updateLocal(peer: peer, estimate: estimate) }
+        links[peer] = link
+    }
+
+    // MARK: - Time
+
+    /// Time passes: lost exchanges, late follow-ups, requests due, reports due. `routes` are the
+    /// reachable peers.
+    public mutating func onTick(now: LocalTime, routes: [PeerID: Route]) -> [Directive] {
+        var out: [Directive] = []
+        for (peer, route) in routes.sorted(by: { $0.key < $1.key }) {
+            guard var link = links[peer] else { continue }
+            link.lost += UInt64(link.scheduler.expire(at: now).count)
+            let late = link.stamps.expire(now: now)
+            links[peer] = link
+            for ready in late { ingest(ready, from: peer) }
+            guard var link = links[peer] else { continue }
+            let estimate = link.estimator.estimate(at: now)
+            if link.scheduler.shouldSend(at: now, estimate: estimate) {
+                link.nextExchange = link.nextExchange == .max ? 1 : link.nextExchange + 1
+                link.scheduler.onSent(exchangeID: UInt64(link.nextExchange), at: now)
+                // A new path: samples from the old one must not mix with this one's.
+                link.sentTo = route.endpoint
+                out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint))
+            }
+            links[peer] = link
+        }
+        if nextReport.map({ now >= $0 }) ?? true {
+            nextReport = now + configuration.reportInterval
+            mesh.expire(at: now)
+            out += reports(routes: routes)
+        }
+        return out
+    }
+
+    /// This node's direct estimates, to every reachable peer, in datagram-sized pieces.
+    private func reports(routes: [PeerID: Route]) -> [Directive] {
+        let entries: [ClockReport.Entry] = mesh.directEstimates.compactMap { peer, estimate in
+            guard let incarnation = routes[peer]?.incarnation else { return nil }
+            return ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: ReportedEstimate(reporting: estimate))
+        }.sorted { $0.peer < $1.peer }
+        guard !entries.isEmpty else { return [] }
+        var out: [Directive] = []
+        for start in stride(from: 0, to: entries.count, by: PeerMessage.maxReportEntries) {
+            let chunk = Array(entries[start..<min(start + PeerMessage.maxReportEntries, entries.count)])
+            for peer in routes.keys.sorted() {
+                out.append(.sendReport(ClockReport(entries: chunk.filter { $0.peer != peer }), to: peer))
+            }
+        }
+        return out
+    }
+
+    /// When ``onTick(now:routes:)`` next has work for the peers in `routes`.
+    public func nextDeadline(now: LocalTime, routes: [PeerID: Route]) -> LocalTime {
+        var next = nextReport ?? now
+        for peer in routes.keys {
+            guard let link = links[peer] else { continue }
+            next = min(next, link.scheduler.nextWakeup(at: now, estimate: link.estimator.estimate(at: now)))
+            if let d = link.stamps.nextDeadline { next = min(next, d) }
+        }
+        return max(next, now)
+    }
+
+    // MARK: - Queries
+
+    /// The current direct estimate of `peer`'s clock (peer minus local), if usable.
+    public func estimate(of peer: PeerID, at now: LocalTime) -> ClockEstimate? {
+        links[peer]?.estimator.estimate(at: now)
+    }
+
+    /// The estimate of `peer`'s clock to convert times with: the direct one, checked against the
+    /// mesh, or a two-hop path when the direct link is distrusted or missing.
+    public func resolved(_ peer: PeerID, at now: LocalTime) -> MeshClock.ResolvedOffset? {
+        mesh.resolved(peer: peer, at: now)
+    }
+
+    /// The best round trip to `peer`, if measured.
+    public func roundTrip(to peer: PeerID, at now: LocalTime) -> TimeSpan? {
+        links[peer]?.estimator.estimate(at: now)?.delay
+    }
+
+    private func peer(sentTo destination: Endpoint) -> PeerID? {
+        links.first { $0.value.sentTo == destination }?.key
+    }
+}

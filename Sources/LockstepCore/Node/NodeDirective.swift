@@ -1,0 +1,33 @@
+/// What a ``Node`` asks its shell to do.
+public enum NodeDirective: Sendable, Equatable {
+    /// Send a message.
+    case send(PeerMessage, to: Endpoint)
+    /// Send a clock request: the shell stamps `t1` as late as it can before the datagram leaves,
+    /// and tells the node which `t1` it stamped (``Node/onClockRequestSent(exchange:to:t1:)``).
+    /// Exchange 0 is a probe.
+    case sendClockRequest(exchange: UInt32, to: Endpoint)
+    /// Answer a clock request (`echo` is its `t1`, `t2` when it arrived): the shell stamps `t3`.
+    case sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint)
+    /// A membership change, for logs and watchers.
+    case membership(Membership.Event)
+    /// The group state changed: a record was applied (from this peer or another).
+    case groupChanged(GroupChange)
+    /// A peer's players changed.
+    case participantsChanged
+    /// Tell a local player something.
+    case tellPlayer(UInt32, PlayerInstruction)
+    /// The reply to the request being handled (always first among the directives it caused).
+    case reply(RequestOutcome)
+    /// An authenticated message was refused by the protocol logic (counted by the shell).
+    case dropped(DropReason, from: PeerID)
+}
+
+/// Why the protocol logic refused an authenticated message (the shell counts each as `dropped_<reason>`).
+public enum DropReason: String, Sendable, Equatable {
+    /// A record's Lamport counter was far ahead of everything seen (review finding H2).
+    case lamportTooFarAhead = "lamport_too_far_ahead"
+    /// A participant record about this node, newer than its own.
+    case speaksForUs = "speaks_for_us"
+    /// A clock reply echoing a `t1` this node did not send for its exchange (replayed or forged).
+    case wrongEcho = "wrong_echo"
+}

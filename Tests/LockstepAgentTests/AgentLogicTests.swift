@@ -1,0 +1,138 @@
+import Foundation
+import LockstepCore
+import LockstepPeerWire
+import LockstepPlayerProtocol
+import LockstepTestKit
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+import Testing
+
+@testable import LockstepAgent
+
+/// The agent's own logic with a manual clock and no sockets: requests in through
+/// `handle(line:from:)`, replies and events out of the client's queue, time moved by hand (the
+/// agent schedules no timer; `tick()` runs what the timer would). Nothing sleeps.
+@Suite("Agent logic on a manual clock")
+struct AgentLogicTests {
+    /// An agent on a manual clock, and a way to talk to it as a client.
+    final class Harness: Sendable {
+        let clock = ManualClock(1_000_000_000_000)
+        let agent: Agent
+        let dir: String
+
+        init(dir: String, configure: (inout AgentConfiguration) -> Void = { _ in }) throws {
+            self.dir = dir
+            var config = AgentConfiguration(socketPath: dir + "/agent.sock", stateDirectory: dir + "/state")
+            config.mdns = false
+            configure(&config)
+            let state = StateDirectory(path: config.stateDirectory)
+            try state.prepare()
+            let identity = Agent.Identity(peerID: try state.peerID(), name: "den", incarnation: 1, group: try state.activeGroup(selecting: nil))
+            agent = Agent(
+                configuration: config, identity: identity, loop: MultiThreadedEventLoopGroup.singleton.next(),
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), clock: .manual(clock))
+        }
+
+        /// A connected client and the lines the agent sends it.
+        func connect(id: UInt64 = 1) async -> (ClientConnection, AsyncStream<ByteBuffer>.AsyncIterator) {
+            let (stream, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(1024))
+            let client = ClientConnection(id: id, credentials: nil, queue: queue, channel: EmbeddedChannel(), logger: Logger(label: "client", factory: { _ in SwiftLogNoOpLogHandler() }))
+            await agent.connected(client)
+            return (client, stream.makeAsyncIterator())
+        }
+
+        func send(_ line: String, from client: ClientConnection) async {
+            await agent.handle(line: Array(line.utf8), from: client)
+        }
+    }
+
+    static func next(_ lines: inout AsyncStream<ByteBuffer>.AsyncIterator) async -> [String: Any] {
+        guard var buffer = await lines.next(), let text = buffer.readString(length: buffer.readableBytes) else { return [:] }
+        return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    /// The next line that is an event named `name` (skipping others), within `limit` lines.
+    static func event(_ name: String, in lines: inout AsyncStream<ByteBuffer>.AsyncIterator, limit: Int = 100) async -> [String: Any]? {
+        for _ in 0..<limit {
+            let line = await next(&lines)
+            if line.isEmpty { return nil }
+            if line["event"] as? String == name { return line }
+        }
+        return nil
+    }
+
+    @Test("a player's hello with start_latency_ns = Int64.max is refused as invalid_field; the agent serves on")
+    func hugeLatency() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try Harness(dir: dir)
+            var (client, lines) = await h.connect()
+            await h.send(#"{"type":"hello","request_id":1,"protocol":1,"role":"player","start_latency_ns":9223372036854775807}"#, from: client)
+            let refused = await Self.next(&lines)
+            #expect((refused["error"] as? [String: Any])?["code"] as? String == "invalid_field")
+            #expect(((refused["error"] as? [String: Any])?["message"] as? String)?.hasPrefix("start_latency_ns must be within 0...10000000000") == true)
+            await h.send(#"{"type":"load","request_id":2,"item":"film"}"#, from: client)
+            #expect((await Self.next(&lines)["error"] as? [String: Any])?["code"] as? String == "not_a_player")
+            await h.send(#"{"type":"status","request_id":3}"#, from: client)
+            #expect(await Self.next(&lines)["ok"] as? Bool == true)
+        }
+    }
+
+    @Test("a position report taken more than 60 s away from the agent's host time is refused")
+    func staleReport() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try Harness(dir: dir)
+            var (client, lines) = await h.connect()
+            await h.send(#"{"type":"hello","request_id":1,"protocol":1,"role":"player"}"#, from: client)
+            _ = await Self.next(&lines)
+            let stale = h.clock.now() - 61_000_000_000
+            await h.send(#"{"type":"position","request_id":2,"position_ns":5,"host_time_ns":\#(stale)}"#, from: client)
+            let error = await Self.next(&lines)["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "invalid_field")
+            #expect((error?["message"] as? String)?.hasPrefix("host_time_ns must be within 60 s") == true)
+        }
+    }
+
+    @Test("a group that waits for a player that never gets ready starts after the wait timeout, moved by hand")
+    func waitTimeout() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try Harness(dir: dir) { $0.waitTimeout = .seconds(8) }
+            var (a, aLines) = await h.connect(id: 1)
+            let (b, _) = await h.connect(id: 2)
+            for (client, name) in [(a, "a"), (b, "b")] {
+                await h.send(#"{"type":"hello","request_id":1,"protocol":1,"role":"player","name":"\#(name)","start_latency_ns":20000000}"#, from: client)
+                await h.send(#"{"type":"load","request_id":2,"item":"film"}"#, from: client)
+            }
+            await h.send(#"{"type":"ready","request_id":3}"#, from: a)
+            await h.send(#"{"type":"intent","request_id":4,"action":"play"}"#, from: a)
+            let wait = await Self.event("wait", in: &aLines)
+            #expect(((wait?["waiting_for"] as? [[String: Any]])?.first?["player"] as? String) == "b")
+            h.clock.advance(by: 7_900_000_000)
+            await h.agent.tick()
+            h.clock.advance(by: 100_000_000)
+            await h.agent.tick()
+            let start = await Self.event("timeline", in: &aLines)
+            #expect(start?["state"] as? String == "playing")
+            #expect((start?["origin"] as? [String: Any])?["reason"] as? String == "timeout")
+            #expect(((start?["host_time_ns"] as? NSNumber)?.int64Value ?? 0) >= h.clock.now())
+            _ = a
+        }
+    }
+
+    @Test("a key rotation seals under the new key only after the grace period, moved by hand")
+    func rotation() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try Harness(dir: dir)
+            var (client, lines) = await h.connect()
+            await h.send(#"{"type":"group_rotate","request_id":1}"#, from: client)
+            let reply = await Self.next(&lines)
+            #expect((reply["result"] as? [String: Any])?["epoch"] as? Int == 2)
+            #expect(try StateDirectory(path: dir + "/state").loadGroup("default")?.epoch == 2)
+            #expect(await h.agent.keys.nextDeadline == LocalTime(ns: h.clock.now()) + .seconds(3))
+            h.clock.advance(by: 3_000_000_000)
+            await h.agent.tick()
+            #expect(await h.agent.keys.nextDeadline == nil)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Testing
+
+@testable import LockstepCore
+
+/// The clock protocol instance alone: inputs in, directives out, no network.
+@Suite("Peer clocks")
+struct PeerClocksTests {
+    static let me = PeerID(high: 0, low: 1)
+    static let bob = PeerID(high: 0, low: 2)
+    static let carol = PeerID(high: 0, low: 3)
+    static let bobPath = Endpoint.v4(a: 10, b: 0, c: 0, d: 2, port: 4000)
+    static let otherPath = Endpoint.v4(a: 10, b: 0, c: 0, d: 9, port: 4000)
+    static let t0 = LocalTime(ns: 50_000_000_000)
+    static let routes = [bob: PeerClocks.Route(endpoint: bobPath, incarnation: 7, vetted: true)]
+
+    /// Clocks that measure `bob`, with one exchange sent at `t0` (returned: its exchange id).
+    static func measuring() -> (PeerClocks, UInt32) {
+        var c = PeerClocks(me: me)
+        c.onPeerReachable(bob, now: t0)
+        guard case .sendRequest(let exchange, let to)? = c.onTick(now: t0, routes: routes).first else { return (c, 0) }
+        precondition(to == bobPath)
+        c.onRequestSent(exchange: exchange, to: bobPath, t1: t0)
+        return (c, exchange)
+    }
+
+    @Test("a request is answered at once with its t1 echoed and its arrival time, to where it came from")
+    func answers() {
+        let c = PeerClocks(me: Self.me)
+        let d = c.onRequest(exchange: 4, t1: PeerTime(ns: 123), receivedAt: Self.t0, from: Self.otherPath)
+        #expect(d == [.sendReply(exchange: 4, echo: 123, t2: Self.t0, to: Self.otherPath)])
+    }
+
+    @Test("a reachable peer is measured at once and then every 25 ms during the burst")
+    func burst() {
+        var c = PeerClocks(me: Self.me)
+        c.onPeerReachable(Self.bob, now: Self.t0)
+        let first = c.onTick(now: Self.t0, routes: Self.routes)
+        #expect(first.contains(.sendRequest(exchange: 1, to: Self.bobPath)))
+        #expect(!c.onTick(now: Self.t0 + .milliseconds(24), routes: Self.routes).contains { if case .sendRequest = $0 { true } else { false } })
+        #expect(c.onTick(now: Self.t0 + .milliseconds(25), routes: Self.routes).contains(.sendRequest(exchange: 2, to: Self.bobPath)))
+        #expect(c.nextDeadline(now: Self.t0 + .milliseconds(25), routes: Self.routes) == Self.t0 + .milliseconds(50))
+    }
+
+    @Test("a reply echoing the t1 the request carried becomes a sample and an estimate")
+    func sample() {
+        var (c, exchange) = Self.measuring()
+        let d = c.onReply(
+            from: Self.bob, exchange: exchange, echo: Self.t0.ns, t2: PeerTime(ns: Self.t0.ns + 5_050_000), t3: PeerTime(ns: Self.t0.ns + 5_060_000),
+            receivedAt: Self.t0 + .microseconds(110), source: Self.bobPath, now: Self.t0 + .microseconds(110))
+        #expect(d.isEmpty)
+        let e = c.estimate(of: Self.bob, at: Self.t0)
+        #expect(e != nil && abs(e!.offsetNs - 5_000_000) < 1)
+        #expect(c.roundTrip(to: Self.bob, at: Self.t0) == .microseconds(100))
+    }
+
+    @Test("a reply echoing another t1 (replayed or forged) is refused and counted, and is no sample")
+    func wrongEcho() {
+        var (c, exchange) = Self.measuring()
+        let d = c.onReply(
+            from: Self.bob, exchange: exchange, echo: Self.t0.ns - 1, t2: PeerTime(ns: 1), t3: PeerTime(ns: 2), receivedAt: Self.t0 + .microseconds(110),
+            source: Self.bobPath, now: Self.t0 + .microseconds(110))
+        #expect(d == [.refusedReply(from: Self.bob)])
+        #expect(c.links[Self.bob]?.wrongEchoes == 1)
+        #expect(c.estimate(of: Self.bob, at: Self.t0) == nil)
+    }
+
+    @Test("a reply that comes back on another path than the request took is no sample of this path")
+    func otherPath() {
+        var (c, exchange) = Self.measuring()
+        _ = c.onReply(
+            from: Self.bob, exchange: exchange, echo: Self.t0.ns, t2: PeerTime(ns: Self.t0.ns), t3: PeerTime(ns: Self.t0.ns),
+            receivedAt: Self.t0 + .microseconds(110), source: Self.otherPath, now: Self.t0 + .microseconds(110))
+        #expect(c.estimate(of: Self.bob, at: Self.t0) == nil)
+    }
+
+    @Test("a reply this node sent is followed by its kernel transmit time, for the requester")
+    func followUp() {
+        let c = PeerClocks(me: Self.me)
+        #expect(c.onReplyTransmitted(exchange: 3, echo: 77, to: Self.bobPath, at: Self.t0) == [.sendFollowUp(exchange: 3, echo: 77, t3: Self.t0, to: Self.bobPath)])
+        #expect(c.onReplyTransmitted(exchange: 0, echo: 77, to: Self.bobPath, at: Self.t0) == [])
+    }
+
+    @Test("direct estimates are gossiped to every reachable peer once a second, each without the estimate of itself")
+    func reports() {
+        var (c, exchange) = Self.measuring()
+        _ = c.onReply(
+            from: Self.bob, exchange: exchange, echo: Self.t0.ns, t2: PeerTime(ns: Self.t0.ns + 50), t3: PeerTime(ns: Self.t0.ns + 60),
+            receivedAt: Self.t0 + .microseconds(110), source: Self.bobPath, now: Self.t0 + .microseconds(110))
+        var routes = Self.routes
+        routes[Self.carol] = PeerClocks.Route(endpoint: Self.otherPath, incarnation: 3, vetted: true)
+        c.onPeerReachable(Self.carol, now: Self.t0)
+        let d = c.onTick(now: Self.t0 + .seconds(1), routes: routes)
+        let reports = d.compactMap { directive -> (ClockReport, PeerID)? in
+            if case .sendReport(let r, let to) = directive { return (r, to) }
+            return nil
+        }
+        #expect(reports.count == 2)
+        #expect(reports.first { $0.1 == Self.carol }?.0.entries.map(\.peer) == [Self.bob])
+        #expect(reports.first { $0.1 == Self.bob }?.0.entries.isEmpty == true)
+        #expect(reports.first { $0.1 == Self.carol }?.0.entries.first?.incarnation == 7)
+    }
+
+    @Test("a restarted peer's estimate starts afresh; a forgotten peer is no longer measured")
+    func lifecycle() {
+        var (c, exchange) = Self.measuring()
+        _ = c.onReply(
+            from: Self.bob, exchange: exchange, echo: Self.t0.ns, t2: PeerTime(ns: Self.t0.ns + 50), t3: PeerTime(ns: Self.t0.ns + 60),
+            receivedAt: Self.t0 + .microseconds(110), source: Self.bobPath, now: Self.t0 + .microseconds(110))
+        #expect(c.estimate(of: Self.bob, at: Self.t0) != nil)
+        c.onPeerRestarted(Self.bob, now: Self.t0 + .seconds(1))
+        #expect(c.estimate(of: Self.bob, at: Self.t0) == nil)
+        c.onPeerForgotten(Self.bob)
+        #expect(c.links[Self.bob] == nil)
+        #expect(!c.onTick(now: Self.t0 + .seconds(2), routes: Self.routes).contains { if case .sendRequest = $0 { true } else { false } })
+    }
+}

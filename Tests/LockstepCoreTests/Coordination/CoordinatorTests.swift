@@ -1,0 +1,162 @@
+import Testing
+
+@testable import LockstepCore
+
+/// Player coordination alone: a hand-made view of the group in, directives out, no network.
+@Suite("Coordinator")
+struct CoordinatorTests {
+    static let me = PeerID(high: 0, low: 1)
+    static let bob = PeerID(high: 0, low: 2)
+    static let film = ItemID("film")!
+    static let t0 = LocalTime(ns: 10_000_000_000)
+
+    /// A view with these records (all originated here, so no clock is needed) and participants.
+    static func view(_ records: [ItemRecord] = [], current: ItemID? = nil, participants: [ParticipantRecord] = [], reachable: Set<PeerID> = []) -> GroupView {
+        var state = GroupState()
+        for r in records { state.merge(r) }
+        if let current { state.merge(CurrentRecord(item: current, stamp: Stamp(lamport: 1, origin: me, incarnation: 1), version: VersionVector())) }
+        var byPeer: [PeerID: ParticipantRecord] = [:]
+        for p in participants { byPeer[p.peer] = p }
+        return GroupView(me: me, state: state, participants: byPeer, reachable: reachable, timelines: LocalTimelines(me: me, clocks: PeerClocks(me: me), relays: [:]))
+    }
+
+    static func record(_ phase: TimelinePhase, at ns: Int64 = 10_000_000_000, lamport: UInt64 = 5, origin: PeerID = me) -> ItemRecord {
+        ItemRecord(
+            item: film, timeline: Timeline(phase: phase, anchorTime: PeerTime(ns: ns), position: .zero, rate: 1), action: .play,
+            stamp: Stamp(lamport: lamport, origin: origin, incarnation: 1), version: VersionVector())
+    }
+
+    static func player(_ id: UInt32, _ readiness: PlayerStatus.Readiness, peer: PeerID = bob, suspensions: [SuspensionReason] = []) -> ParticipantRecord {
+        ParticipantRecord(peer: peer, incarnation: 1, version: 1, players: [PlayerStatus(playerID: id, name: "p\(id)", itemHash: film.stableHash, readiness: readiness, suspensions: suspensions)])
+    }
+
+    static func proposals(_ d: [Coordinator.Directive]) -> [Proposal] {
+        d.compactMap { if case .propose(let p) = $0 { p } else { nil } }
+    }
+
+    static func coordinator(_ configure: (inout Coordinator.Configuration) -> Void = { _ in }) -> Coordinator {
+        var c = Coordinator.Configuration()
+        configure(&c)
+        var k = Coordinator(me: me, configuration: c)
+        _ = k.onPlayerHello(id: 1, info: .init(name: "tv", canChangeRate: true, startLatency: .milliseconds(20)))
+        return k
+    }
+
+    @Test("loading an item the group does not know proposes it, paused at 0, and replies first")
+    func loadProposes() {
+        var k = Self.coordinator()
+        let d = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(title: "Night"), solo: false, view: Self.view(), now: Self.t0)
+        #expect(d.first == .reply(.loaded(.proposed, Self.film)))
+        #expect(Self.proposals(d) == [
+            .current(Self.film, ItemMetadata(title: "Night")),
+            .item(Self.film, ItemMetadata(title: "Night"), Timeline(phase: .paused, anchorTime: Self.t0, position: .zero, rate: 1), .load, nil),
+        ])
+    }
+
+    @Test("loading an item the group has a timeline for adopts it; a solo load proposes nothing")
+    func loadAdopts() {
+        var k = Self.coordinator()
+        let view = Self.view([Self.record(.paused)], current: Self.film)
+        let d = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: view, now: Self.t0)
+        #expect(d.first == .reply(.loaded(.adopted, Self.film)))
+        #expect(Self.proposals(d).isEmpty)
+        #expect(Self.proposals(k.onPlayerLoad(id: 1, item: ItemID("mine")!, metadata: ItemMetadata(), solo: true, view: view, now: Self.t0)).isEmpty)
+    }
+
+    @Test("play with a participant not ready makes the timeline wait; with none it plays a lead time ahead")
+    func playWaits() {
+        let k = Self.coordinator()
+        let waiting = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .loading)], reachable: [Self.bob])
+        let d = k.onCommand(.play(rate: nil), reason: nil, view: waiting, now: Self.t0)
+        #expect(Self.proposals(d) == [.item(Self.film, ItemMetadata(), Timeline(phase: .waiting, anchorTime: Self.t0, position: .zero, rate: 1), .play, nil)])
+        let ready = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .ready)], reachable: [Self.bob])
+        let lead = k.leadTime(for: Self.film, view: ready, now: Self.t0)
+        #expect(Self.proposals(k.onCommand(.play(rate: nil), reason: nil, view: ready, now: Self.t0)) == [
+            .item(Self.film, ItemMetadata(), Timeline(phase: .playing, anchorTime: Self.t0 + lead, position: .zero, rate: 1), .play, nil),
+        ])
+    }
+
+    @Test("a waiting timeline this node issued starts when its participants are ready, and after the timeout without them")
+    func startWaiting() {
+        var k = Self.coordinator { $0.waitTimeout = .seconds(8) }
+        let ready = Self.view([Self.record(.waiting)], participants: [Self.player(2, .ready)], reachable: [Self.bob])
+        let d = Self.proposals(k.onGroupChanged(view: ready, now: Self.t0))
+        guard case .item(_, _, let t, .start, .ready)? = d.first else { Issue.record("expected a start (ready), got \(d)"); return }
+        #expect(t.phase == .playing)
+        let stuck = Self.view([Self.record(.waiting)], participants: [Self.player(2, .loading)], reachable: [Self.bob])
+        #expect(Self.proposals(k.onGroupChanged(view: stuck, now: Self.t0 + .seconds(7))).isEmpty)
+        #expect(k.nextDeadline(view: stuck, now: Self.t0) == Self.t0 + .seconds(8))
+        guard case .item(_, _, _, .start, .timeout)? = Self.proposals(k.onGroupChanged(view: stuck, now: Self.t0 + .seconds(8))).first else {
+            Issue.record("expected a start (timeout)")
+            return
+        }
+    }
+
+    @Test("another peer's waiting timeline is left to its origin while the origin is reachable, and taken over by the smallest id when it is gone")
+    func responsibility() {
+        let k = Self.coordinator()
+        let other = Self.record(.waiting, origin: Self.bob)
+        #expect(!k.isResponsibleForStart(other, view: Self.view([other], reachable: [Self.bob])))
+        #expect(k.isResponsibleForStart(other, view: Self.view([other], reachable: [])))
+        #expect(!k.isResponsibleForStart(other, view: Self.view([other], participants: [Self.player(2, .ready, peer: PeerID(high: 0, low: 0))], reachable: [PeerID(high: 0, low: 0)])))
+    }
+
+    @Test("a player that is not ready while the group plays is put in stall recovery, and back when ready")
+    func stallRecovery() {
+        var k = Self.coordinator()
+        let playing = Self.view([Self.record(.playing)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: playing, now: Self.t0)
+        let d = k.onGroupChanged(view: playing, now: Self.t0)
+        #expect(d.contains(.tell(1, .suspension(began: true, id: 1, reason: .stallRecovery, imposed: true))))
+        _ = k.onPlayerReadiness(id: 1, .ready)
+        #expect(k.onGroupChanged(view: playing, now: Self.t0).contains(.tell(1, .suspension(began: false, id: 1, reason: .stallRecovery, imposed: true))))
+    }
+
+    @Test("a suspension for a reason that makes the group wait holds a playing group")
+    func waitingReasonHolds() {
+        var k = Self.coordinator { $0.waitingReasons = [.interstitial] }
+        let playing = Self.view([Self.record(.playing)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: playing, now: Self.t0)
+        _ = k.onPlayerReadiness(id: 1, .ready)
+        #expect(k.onPlayerBeginSuspension(id: 1, reason: .interstitial).first == .reply(.suspensionBegan(1)))
+        guard case .item(_, _, let hold, .pause, .waiting(.interstitial))? = Self.proposals(k.onGroupChanged(view: playing, now: Self.t0)).first else {
+            Issue.record("expected a hold")
+            return
+        }
+        #expect(hold.phase == .waiting)
+    }
+
+    @Test("a solo or suspended player's intents are its own business")
+    func privateIntents() {
+        var k = Self.coordinator()
+        let view = Self.view([Self.record(.paused)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: true, view: view, now: Self.t0)
+        #expect(k.onPlayerIntent(id: 1, .pause, view: view, now: Self.t0) == [.reply(.done)])
+    }
+
+    @Test("ending a suspension proposing a time moves the group there, marked as the end of a suspension")
+    func endSuspensionSeeks() {
+        var k = Self.coordinator()
+        let view = Self.view([Self.record(.paused)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: view, now: Self.t0)
+        _ = k.onPlayerBeginSuspension(id: 1, reason: .userChangingTime)
+        let d = k.onPlayerEndSuspension(id: 1, suspension: nil, proposedPosition: MediaPosition(clamping: 30_000_000_000), view: view, now: Self.t0)
+        #expect(d.first == .reply(.done))
+        guard case .item(_, _, let t, .seek, .suspensionEnded)? = Self.proposals(d).first else { Issue.record("expected a seek"); return }
+        #expect(t.position.ns == 30_000_000_000)
+        #expect(k.onPlayerEndSuspension(id: 1, suspension: nil, proposedPosition: nil, view: view, now: Self.t0) == [.reply(.refused(.notSuspended))])
+    }
+
+    @Test("requests for a player that never said hello are refused")
+    func unknownPlayer() {
+        var k = Coordinator(me: Self.me)
+        #expect(k.onPlayerReadiness(id: 9, .ready) == [.reply(.refused(.unknownPlayer))])
+        #expect(k.onPlayerIntent(id: 9, .pause, view: Self.view(), now: Self.t0) == [.reply(.refused(.unknownPlayer))])
+    }
+
+    @Test("a command on an item the group does not have is refused")
+    func noItem() {
+        let k = Self.coordinator()
+        #expect(k.onCommand(.pause, reason: nil, view: Self.view(), now: Self.t0) == [.reply(.refused(.noItem))])
+    }
+}

@@ -1,0 +1,64 @@
+import Testing
+
+@testable import LockstepCore
+
+/// The router alone: one input, the directives it gives the shell (SWIM-style checks).
+@Suite("Node")
+struct NodeTests {
+    static let me = PeerID(high: 0, low: 1)
+    static let bob = PeerID(high: 0, low: 2)
+    static let path = Endpoint.v4(a: 10, b: 0, c: 0, d: 2, port: 4000)
+    static let t0 = LocalTime(ns: 10_000_000_000)
+
+    static func node() -> Node {
+        Node(identity: .init(peer: me, incarnation: 1, name: "den"))
+    }
+
+    @Test("a clock request is answered with its t1 echoed and its kernel receive time, to its source; the shell stamps t3")
+    func clockRequest() {
+        var n = Self.node()
+        let d = n.onMessage(.clockRequest(exchange: 3, t1: PeerTime(ns: 42)), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(d.contains(.sendClockReply(exchange: 3, echo: 42, t2: Self.t0, to: Self.path)))
+    }
+
+    @Test("a peer heard for the first time is reachable, greeted with a hello asking for its own, our digest and our players, and measured")
+    func newPeer() {
+        var m = Self.node()
+        let e = m.onMessage(.hello(name: "bob", wantsReply: false), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(e.contains(.membership(.stateChanged(Self.bob, from: .discovered, to: .reachable))))
+        #expect(e.contains { if case .send(.digest(_, _, true), Self.path) = $0 { true } else { false } })
+        #expect(e.contains { if case .send(.participant, Self.path) = $0 { true } else { false } })
+        // Its hello arrived with the datagram that made it reachable: no need to ask for it.
+        #expect(!e.contains(.send(.hello(name: "den", wantsReply: true), to: Self.path)))
+        let tick = m.onTick(now: Self.t0 + .milliseconds(1))
+        #expect(tick.contains { if case .sendClockRequest(let x, Self.path) = $0 { x != 0 } else { false } })
+    }
+
+    @Test("a peer whose hello has not come is asked for it, and again every second")
+    func helloRetried() {
+        var m = Self.node()
+        let e = m.onMessage(.ack(stamp: Stamp(lamport: 1, origin: Self.bob, incarnation: 7)), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(e.contains(.send(.hello(name: "den", wantsReply: true), to: Self.path)))
+        #expect(!m.onTick(now: Self.t0 + .milliseconds(999)).contains(.send(.hello(name: "den", wantsReply: true), to: Self.path)))
+        #expect(m.onTick(now: Self.t0 + .seconds(1)).contains(.send(.hello(name: "den", wantsReply: true), to: Self.path)))
+        _ = m.onMessage(.hello(name: "bob", wantsReply: false), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0 + .seconds(1))
+        #expect(!m.onTick(now: Self.t0 + .seconds(3)).contains(.send(.hello(name: "den", wantsReply: true), to: Self.path)))
+    }
+
+    @Test("a player's request: its reply comes first, then what it caused")
+    func replyFirst() {
+        var n = Self.node()
+        _ = n.onPlayerHello(id: 1, info: .init(name: "tv"), now: Self.t0)
+        let d = n.onPlayerLoad(id: 1, item: ItemID("film")!, metadata: ItemMetadata(), solo: false, now: Self.t0)
+        #expect(d.first == .reply(.loaded(.proposed, ItemID("film")!)))
+        #expect(d.contains { if case .groupChanged = $0 { true } else { false } })
+        #expect(d.contains { if case .tellPlayer(1, .timeline) = $0 { true } else { false } })
+    }
+
+    @Test("a key message is not the core's: it changes nothing")
+    func keysAreNotTheCores() {
+        var n = Self.node()
+        let d = n.onMessage(.keyAck(epoch: 3), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(!d.contains { if case .send = $0 { false } else if case .membership = $0 { false } else { true } })
+    }
+}
