@@ -353,11 +353,14 @@ public struct Membership: Sendable {
     /// Every reachable peer's route, for ``PeerClocks``.
     public var routes: [PeerID: PeerClocks.Route] {
         var out: [PeerID: PeerClocks.Route] = [:]
-        for p in peers.values where p.state == .reachable {
-            guard let e = endpoint(of: p.id) else { continue }
-            out[p.id] = PeerClocks.Route(endpoint: e, incarnation: p.incarnation, vetted: p.vetted)
-        }
+        for id in peers.keys { out[id] = route(of: id) }
         return out
+    }
+
+    /// `peer`'s route if it is reachable.
+    public func route(of peer: PeerID) -> PeerClocks.Route? {
+        guard let p = peers[peer], p.state == .reachable, let e = endpoint(of: peer) else { return nil }
+        return PeerClocks.Route(endpoint: e, incarnation: p.incarnation, vetted: p.vetted)
     }
 
     public func isReachable(_ peer: PeerID) -> Bool { peers[peer]?.state == .reachable }

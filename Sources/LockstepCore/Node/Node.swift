@@ -90,7 +90,7 @@ public struct Node: Sendable {
         case .clockFollowUp(let exchange, let echo, let t3):
             clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3)
         case .clockReport(let report):
-            clocks.onReport(report, from: sender, route: membership.routes[sender], incarnation: { membership.peers[$0]?.incarnation }, now: now)
+            clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
         case .hello(let name, let wantsReply):
             out += route(membership.onHello(sender, name: name), now: now)
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
@@ -103,14 +103,14 @@ public struct Node: Sendable {
         case .ack(let stamp):
             group.onAck(stamp, from: sender)
         case .digest(let digest, let participants, let wantsReply):
-            let reachable = Set(membership.reachable)
+            let membership = membership
             out += run(
                 group.onDigest(
-                    digest, participants: participants, wantsReply: wantsReply, from: sender, source: source, reachable: reachable.contains,
+                    digest, participants: participants, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable,
                     now: now, timelines: timelines), from: sender)
         case .participant(let record):
-            let reachable = Set(membership.reachable)
-            out += run(group.onParticipant(record, from: sender, reachable: reachable.contains), from: sender)
+            let membership = membership
+            out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
         case .keyUpdate, .keyAck:
             // The group key's protocol lives with the keys, in the shell's wire module.
             break
