@@ -45,22 +45,27 @@ extension Agent {
     // MARK: - Views
 
     func stateView(now: LocalTime) -> GroupStateView {
-        let state = node.group.state
+        let log = node.group.log
+        let state = log.state
         let current = state.current?.item.flatMap { state.items[$0] }
         return GroupStateView(
             item: current.map { itemView($0, now: now) },
             items: state.items.values.sorted { $0.stamp > $1.stamp }.map { itemView($0, now: now) },
-            version: state.version.entries.map { VersionEntry(peerID: $0.peer.hex, name: name(of: $0.peer), counter: $0.counter) },
+            version: log.applied.entries.map { VersionEntry(peerID: $0.replica.peer.hex, name: name(of: $0.replica.peer), incarnation: $0.replica.incarnation, counter: $0.counter) },
             leadNs: node.leadTime(for: state.current?.item, now: now).ns,
-            pending: node.group.replica.pendingCount, fingerprint: Self.fingerprint(state))
+            pending: node.group.replica.pendingCount, fingerprint: Self.fingerprint(state),
+            log: LogView(unstable: log.unstable.count, waiting: log.waitingCount, members: log.members.count, late: log.late, forcedFolds: log.forcedFolds),
+            concurrent: log.reports.map(concurrentView))
     }
 
-    /// FNV-1a over the wire encoding of every record, in stamp order.
+    /// The state's fingerprint (``GroupState/fingerprint``), in hex.
     nonisolated static func fingerprint(_ state: GroupState) -> String {
-        var bytes: [UInt8] = []
-        if let c = state.current { bytes += PeerMessage.currentRecord(c, wantsAck: false).encoded() }
-        for r in state.records { bytes += PeerMessage.itemRecord(r, relay: nil, wantsAck: false).encoded() }
-        return FNV1a.hex(bytes)
+        let hex = String(state.fingerprint, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    func concurrentView(_ report: ConcurrentCommands) -> ConcurrentView {
+        ConcurrentView(commands: report.all.map { ConcurrentView.Command(item: $0.item?.value, origin: origin(of: $0.stamp, action: $0.action, reason: nil)) })
     }
 
     func itemView(_ r: ItemRecord, now: LocalTime) -> ItemView {
@@ -75,11 +80,17 @@ extension Agent {
     }
 
     func origin(of r: ItemRecord) -> Origin {
-        Origin(peerID: r.stamp.origin.hex, name: name(of: r.stamp.origin), action: Origin.Action(r.action), reason: r.reason?.text, local: r.stamp.origin == identity.peerID, lamport: r.stamp.lamport)
+        origin(of: r.stamp, action: r.action, reason: r.reason)
     }
 
     func origin(of c: CurrentRecord) -> Origin {
-        Origin(peerID: c.stamp.origin.hex, name: name(of: c.stamp.origin), action: c.item == nil ? .stop : .load, reason: nil, local: c.stamp.origin == identity.peerID, lamport: c.stamp.lamport)
+        origin(of: c.stamp, action: c.item == nil ? .stop : .load, reason: nil)
+    }
+
+    func origin(of stamp: Stamp, action: Action, reason: CommandReason?) -> Origin {
+        Origin(
+            peerID: stamp.origin.hex, name: name(of: stamp.origin), action: Origin.Action(action), reason: reason?.text, local: stamp.origin == identity.peerID,
+            lamport: stamp.seq, stampTimeNs: stamp.time)
     }
 
     func name(of peer: PeerID) -> String {
@@ -89,18 +100,30 @@ extension Agent {
     // MARK: - Events
 
     func publish(_ change: GroupChange, now: LocalTime) {
-        let event: StateChangedEvent
-        switch change.kind {
-        case .item(let r):
-            event = StateChangedEvent(hostTimeNs: hostTime(now), change: .item, itemID: r.item.value, origin: origin(of: r), state: stateView(now: now))
-            logger.info("group timeline changed", metadata: [
-                "group.item": "\(r.item.value.truncated(toUTF8: 80))", "group.action": "\(r.action)", "group.state": "\(r.timeline.phase)",
-                "group.origin": "\(name(of: r.stamp.origin))", "group.stamp": "\(r.stamp)",
+        let state = node.group.state
+        var event: StateChangedEvent
+        if let op = change.operation, let action = op.command.action {
+            let o = origin(of: op.stamp, action: action, reason: op.reason)
+            let isCurrent: Bool = switch op.command { case .load, .stop: true; default: false }
+            event = StateChangedEvent(hostTimeNs: hostTime(now), change: isCurrent ? .current : .item, itemID: op.item?.value, origin: o, state: stateView(now: now))
+            logger.info("group command applied", metadata: [
+                "group.item": "\(op.item?.value.truncated(toUTF8: 80) ?? "none")", "group.command": "\(op.command)",
+                "group.state": "\(op.item.flatMap { state.items[$0] }.map { "\($0.timeline.phase)" } ?? "-")",
+                "group.origin": "\(o.name)", "group.stamp": "\(op.stamp)",
             ])
-        case .current(let c):
-            let o = origin(of: c)
-            event = StateChangedEvent(hostTimeNs: hostTime(now), change: .current, itemID: c.item?.value, origin: o, state: stateView(now: now))
-            logger.info("group item changed", metadata: ["group.item": "\(c.item?.value.truncated(toUTF8: 80) ?? "none")", "group.origin": "\(o.name)"])
+        } else {
+            let c = state.current
+            event = StateChangedEvent(
+                hostTimeNs: hostTime(now), change: .current, itemID: c?.item?.value,
+                origin: c.map { origin(of: $0) } ?? Origin(peerID: identity.peerID.hex, name: identity.name, action: .stop, reason: nil, local: true, lamport: 0),
+                state: stateView(now: now))
+            logger.info("group state merged from a peer's folded state", metadata: ["group.item": "\(c?.item?.value.truncated(toUTF8: 80) ?? "none")"])
+        }
+        if let report = change.concurrent {
+            event.concurrent = concurrentView(report)
+            logger.notice("concurrent commands, all applied in issue order", metadata: [
+                "group.commands": "\(report.all.map { "\($0.action) by \(name(of: $0.stamp.origin))" }.joined(separator: ", "))"
+            ])
         }
         broadcast(event, topic: .state)
     }

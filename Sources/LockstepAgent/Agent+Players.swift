@@ -108,7 +108,7 @@ extension Agent {
 
     // MARK: - Instructions to events
 
-    func tell(_ id: UInt32, _ instruction: PlayerInstruction) {
+    func tell(_ id: UInt32, _ instruction: PlayerInstruction, now: LocalTime) {
         guard let client = clients.values.first(where: { $0.playerID == id })?.connection else { return }
         switch instruction {
         case .timeline(let item, let phase, let position, let rate, let at, let record):
@@ -132,6 +132,8 @@ extension Agent {
             client.send(GroupPlaybackEvent(active: active, reason: describe(reason)))
         case .suspension(let began, let sid, let reason, let imposed):
             client.send(SuspensionEvent(change: began ? .began : .ended, suspensionID: sid, reason: reason.text, by: imposed ? .agent : .player))
+        case .concurrent(let report):
+            client.send(ConcurrentCommandsEvent(hostTimeNs: hostTime(now), commands: concurrentView(report).commands))
         }
     }
 

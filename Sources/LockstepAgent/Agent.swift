@@ -245,7 +245,7 @@ public actor Agent: ClientHandler {
             case .participantsChanged:
                 broadcast(PlayersChangedEvent(hostTimeNs: hostTime(now), players: playersView().players), topic: .players)
             case .tellPlayer(let id, let instruction):
-                tell(id, instruction)
+                tell(id, instruction, now: now)
             case .reply(let outcome):
                 reply?(outcome)
             case .dropped(let reason, let peer):

@@ -21,7 +21,14 @@ struct State: AsyncParsableCommand {
             lines.append("the group plays nothing")
         }
         let vv = s.version.map { "\($0.name)=\($0.counter)" }.joined(separator: " ")
-        lines.append(Fields([("version", vv.isEmpty ? "-" : vv), ("fingerprint", s.fingerprint), ("lead now", Human.duration(ns: s.leadNs)), ("unacknowledged", String(s.pending))]).render())
+        var f: [(String, String)] = [("version", vv.isEmpty ? "-" : vv), ("fingerprint", s.fingerprint), ("lead now", Human.duration(ns: s.leadNs)), ("unacknowledged", String(s.pending))]
+        if let log = s.log {
+            var text = "\(log.unstable) not yet seen by all \(log.members) members, \(log.waiting) waiting"
+            if log.late > 0 || log.forcedFolds > 0 { text += "; past the bounds: \(log.late) late, \(log.forcedFolds) folded early" }
+            f.append(("history", text))
+        }
+        for c in (s.concurrent ?? []).suffix(3) { f.append(("crossed", Self.crossing(c))) }
+        lines.append(Fields(f).render())
         let others = s.items.filter { $0.id != s.item?.id }
         if !others.isEmpty {
             lines.append("")
@@ -30,6 +37,11 @@ struct State: AsyncParsableCommand {
             }).render())
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Commands that crossed, in the order they were applied: "seek by den, then pause by kitchen".
+    static func crossing(_ c: ConcurrentView) -> String {
+        c.commands.map { "\($0.origin.action) by \($0.origin.name)\($0.origin.local ? " (here)" : "")" }.joined(separator: ", then ") + " (all applied)"
     }
 
     static func itemFields(_ item: ItemView) -> [(String, String)] {
@@ -182,7 +194,8 @@ struct Watch: AsyncParsableCommand {
             let o = e.origin
             let what = e.change == .current ? "group item → \(e.itemID ?? "none")" : "\(o.action) \(e.itemID ?? "")"
             let pos = e.state.item.flatMap { $0.positionNowNs }.map { " at \(Human.position(ns: $0))" } ?? ""
-            return "\(stamp) \(what)\(pos) by \(o.name)\(o.local ? " (here)" : "")\(o.reason.map { " (\($0))" } ?? "")"
+            let crossed = e.concurrent.map { "; crossed: " + State.crossing($0) } ?? ""
+            return "\(stamp) \(what)\(pos) by \(o.name)\(o.local ? " (here)" : "")\(o.reason.map { " (\($0))" } ?? "")\(crossed)"
         case "players_changed":
             guard let e = try? event.decode(PlayersChangedEvent.self) else { return "\(stamp) players changed" }
             let list = e.players.map { p in

@@ -37,24 +37,34 @@ enum SampleMessages {
     static let carol = PeerID(high: UInt64.max, low: UInt64.max)
 
     static var all: [(name: String, message: PeerMessage)] {
-        let peers = (0..<VersionVector.maxEntries).map { PeerID(high: UInt64($0) << 60, low: UInt64($0) + 1) }
-        let fullVersion = VersionVector(peers.enumerated().map { .init(peer: $1, counter: UInt64($0) * 1000 + 1) })
-        let stamp = Stamp(lamport: 42, origin: alice, incarnation: 3)
+        let peers = (0..<GroupOperation.maxHeads).map { PeerID(high: UInt64($0) << 58, low: UInt64($0) + 1) }
+        let stamp = Stamp(time: 1_700_000_000_000_000_000, origin: alice, incarnation: 3, seq: 42)
         let maxCounter = Limits.counter.upperBound
-        let bigStamp = Stamp(lamport: maxCounter, origin: carol, incarnation: maxCounter)
+        let bigStamp = Stamp(time: Limits.instantNs.upperBound, origin: carol, incarnation: maxCounter, seq: maxCounter)
         let item = ItemID("https://example.com/films/big-buck-bunny.mp4")!
         let longItem = ItemID(String(repeating: "é", count: ItemID.maxBytes / 2))!
         let fullMetadata = ItemMetadata(
             title: String(repeating: "T", count: ItemMetadata.maxTitleBytes),
             artworkURL: "https://example.com/" + String(repeating: "a", count: ItemMetadata.maxArtworkBytes - 20),
             duration: .seconds(596))
-        let record = ItemRecord(
-            item: item, timeline: Timeline(phase: .playing, anchorTime: PeerTime(ns: 1_000_000_000), position: MediaPosition(clamping: 5_000_000_000), rate: 1),
-            action: .play, stamp: stamp, version: VersionVector([.init(peer: alice, counter: 41)]))
+        let heads = peers.enumerated().map { OperationID(replica: ReplicaID(peer: $1, incarnation: maxCounter), seq: UInt64($0) + 1) }
+        let playing = Timeline(phase: .playing, anchorTime: PeerTime(ns: 1_000_000_000), position: MediaPosition(clamping: 5_000_000_000), rate: 1)
+        let op = GroupOperation(
+            stamp: stamp, heads: [OperationID(replica: ReplicaID(peer: alice, incarnation: 3), seq: 41)], item: item, command: .seek(MediaPosition(clamping: 100_000_000_000)),
+            basis: alice, at: PeerTime(ns: 1_000_000_000), originAt: PeerTime(ns: 1_000_000_000), result: playing)
+        let fullOp = GroupOperation(
+            stamp: bigStamp, heads: Array(heads.prefix(GroupOperation.maxInlineHeads)), item: longItem, command: .load(fullMetadata),
+            reason: .other(String(repeating: "r", count: ItemRecord.maxReasonBytes)), basis: bob, at: PeerTime(ns: Limits.instantNs.lowerBound),
+            originAt: PeerTime(ns: Limits.instantNs.upperBound), basisBound: .nanoseconds(Limits.relayBoundNs.upperBound),
+            result: Timeline(phase: .waiting, anchorTime: PeerTime(ns: Limits.instantNs.lowerBound), position: .max, rate: Limits.rate.upperBound))
+        let join = GroupOperation(
+            stamp: bigStamp, heads: heads, item: nil, command: .join, basis: bob, at: PeerTime(ns: 0), originAt: PeerTime(ns: 0))
+        let record = ItemRecord(item: item, timeline: playing, clock: alice, action: .play, stamp: stamp)
         let fullRecord = ItemRecord(
             item: longItem, metadata: fullMetadata,
             timeline: Timeline(phase: .waiting, anchorTime: PeerTime(ns: Limits.instantNs.lowerBound), position: .max, rate: Limits.rate.upperBound),
-            action: .start, reason: .other(String(repeating: "r", count: ItemRecord.maxReasonBytes)), stamp: bigStamp, version: fullVersion)
+            clock: carol, alternate: RelayedAnchor(via: bob, anchorTime: PeerTime(ns: Limits.instantNs.upperBound), bound: .nanoseconds(Limits.relayBoundNs.upperBound)),
+            action: .start, reason: .other(String(repeating: "r", count: ItemRecord.maxReasonBytes)), stamp: bigStamp)
         let player = PlayerStatus(playerID: 1, name: "mpv", itemHash: item.stableHash, readiness: .ready)
         let fullPlayer = PlayerStatus(
             playerID: .max, name: String(repeating: "n", count: PlayerStatus.maxNameBytes), itemHash: .max, solo: true,
@@ -64,10 +74,9 @@ enum SampleMessages {
         let estimate = ReportedEstimate(
             reference: PeerTime(ns: 123_456_789), offsetNs: -1_234.5, skewPPM: 12.5, errorBoundNs: 800, errorGrowthPPM: 1,
             hardBoundNs: 40_000, hardGrowthPPM: 2, delay: .microseconds(80), sampleCount: 16, lastSample: PeerTime(ns: 123_000_000))
-        let digestItems = (0..<PeerMessage.maxDigestItems).map {
-            GroupDigest.Entry(itemHash: UInt64($0) &* 0x9e37_79b9_7f4a_7c15, stamp: Stamp(lamport: UInt64($0), origin: peers[$0 % peers.count], incarnation: 1))
-        }
-        let participantDigests = (0..<20).map { ParticipantDigest(peer: PeerID(high: 9, low: UInt64($0)), incarnation: 2, version: UInt64($0)) }
+        let digestEntries = (0..<GroupDigest.maxEntries).map { GroupDigest.Entry(replicaHash: UInt64($0) &* 0x9e37_79b9_7f4a_7c15 | 1, counter: UInt64($0) + 1) }
+            .sorted { $0.replicaHash < $1.replicaHash }
+        let participantDigests = (0..<PeerMessage.maxParticipantDigests).map { ParticipantDigest(peer: PeerID(high: 9, low: UInt64($0)), incarnation: 2, version: UInt64($0)) }
         return [
             ("clock-request", .clockRequest(exchange: 7, t1: PeerTime(ns: 1_700_000_000_000_000_000))),
             ("clock-reply", .clockReply(exchange: 7, echo: 1, t2: PeerTime(ns: 2), t3: PeerTime(ns: 3))),
@@ -77,21 +86,25 @@ enum SampleMessages {
             ("hello-wants-reply", .hello(name: "kitchen 🍳", wantsReply: true)),
             ("hello-longest-name", .hello(name: String(repeating: "ü", count: PeerMessage.maxNameBytes / 2), wantsReply: true)),
             ("goodbye", .goodbye),
-            ("item-record", .itemRecord(record, relay: nil, wantsAck: false)),
-            ("item-record-relayed", .itemRecord(record, relay: RelayAnchor(anchorTime: PeerTime(ns: 999), errorBound: .microseconds(1)), wantsAck: true)),
-            (
-                "item-record-full",
-                .itemRecord(
-                    fullRecord, relay: RelayAnchor(anchorTime: PeerTime(ns: Limits.instantNs.upperBound), errorBound: .nanoseconds(Limits.relayBoundNs.upperBound)),
-                    wantsAck: true)
-            ),
-            ("current-record", .currentRecord(CurrentRecord(item: item, metadata: ItemMetadata(title: "Big Buck Bunny"), stamp: stamp, version: VersionVector()), wantsAck: true)),
-            ("current-record-stopped", .currentRecord(CurrentRecord(item: nil, stamp: bigStamp, version: fullVersion), wantsAck: false)),
-            ("current-record-full", .currentRecord(CurrentRecord(item: longItem, metadata: fullMetadata, stamp: stamp, version: fullVersion), wantsAck: false)),
-            ("ack", .ack(stamp: stamp)),
-            ("digest-empty", .digest(GroupDigest(current: nil, items: []), participants: [], wantsReply: false)),
-            ("digest", .digest(GroupDigest(current: stamp, items: [.init(itemHash: item.stableHash, stamp: stamp)]), participants: [ParticipantDigest(peer: bob, incarnation: 1, version: 3)], wantsReply: true)),
-            ("digest-full", .digest(GroupDigest(current: bigStamp, items: digestItems), participants: participantDigests, wantsReply: true)),
+            ("operation", .operation(op, wantsAck: true)),
+            ("operation-play", .operation(GroupOperation(stamp: stamp, heads: [], item: item, command: .play(rate: 1.5, waits: true), basis: alice, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: false)),
+            ("operation-hold", .operation(GroupOperation(stamp: stamp, heads: [], item: item, command: .hold(.stallRecovery), reason: .waiting(.stallRecovery), basis: alice, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: false)),
+            ("operation-stop", .operation(GroupOperation(stamp: stamp, heads: [], item: nil, command: .stop, basis: alice, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: false)),
+            ("operation-full", .operation(fullOp, wantsAck: true)),
+            ("operation-join", .operation(join, wantsAck: true)),
+            ("item-register", .itemRegister(record)),
+            ("item-register-full", .itemRegister(fullRecord)),
+            ("current-register", .currentRegister(CurrentRecord(item: item, metadata: ItemMetadata(title: "Big Buck Bunny"), stamp: stamp))),
+            ("current-register-stopped", .currentRegister(CurrentRecord(item: nil, stamp: bigStamp))),
+            ("current-register-full", .currentRegister(CurrentRecord(item: longItem, metadata: fullMetadata, stamp: bigStamp))),
+            ("checkpoint-vector", .checkpointVector([.init(replica: ReplicaID(peer: alice, incarnation: 3), counter: 42)])),
+            ("checkpoint-vector-full", .checkpointVector(heads.map { VersionVector.Entry(replica: $0.replica, counter: maxCounter) }.prefix(PeerMessage.maxCheckpointEntries).sorted { $0.replica < $1.replica })),
+            ("ack", .ack(stamp.id)),
+            ("digest-empty", .digest(GroupDigest(entries: [], fingerprint: 0), wantsReply: false)),
+            ("digest", .digest(GroupDigest(entries: [.init(replicaHash: ReplicaID(peer: alice, incarnation: 3).wireHash, counter: 42)], fingerprint: 0xfeed), wantsReply: true)),
+            ("digest-full", .digest(GroupDigest(entries: digestEntries, fingerprint: .max), wantsReply: true)),
+            ("participant-digest", .participantDigest([ParticipantDigest(peer: bob, incarnation: 1, version: 3)], wantsReply: true)),
+            ("participant-digest-full", .participantDigest(participantDigests, wantsReply: false)),
             ("participant-empty", .participant(ParticipantRecord(peer: bob, incarnation: 1, version: 0, players: []))),
             ("participant", .participant(ParticipantRecord(peer: alice, incarnation: 3, version: 9, players: [player]))),
             ("participant-full", .participant(ParticipantRecord(peer: carol, incarnation: maxCounter, version: maxCounter, players: Array(repeating: fullPlayer, count: ParticipantRecord.maxPlayers)))),

@@ -4,47 +4,127 @@ public struct GroupStateView: Codable, Sendable, Equatable {
     public var item: ItemView?
     /// Every item whose timeline the group keeps (the current one included), newest first.
     public var items: [ItemView]
-    /// Per origin peer, the largest command counter seen (the group's version vector).
+    /// Per replica (a peer's life), how many of its commands this agent has: the version vector.
     public var version: [VersionEntry]
     /// The lead time a command issued here now would get.
     public var leadNs: Int64
     /// Records sent but not yet acknowledged by every peer.
     public var pending: Int
-    /// A hash of the replicated state (every record, byte for byte): equal on every peer once
-    /// they have converged, whatever their clocks.
+    /// A hash of the group state (every register): equal on every peer once they have
+    /// converged, whatever their clocks.
     public var fingerprint: String
+    /// The history's bookkeeping (absent from agents before the vector-clock merge).
+    public var log: LogView?
+    /// The latest commands that were concurrent with others (all applied), oldest first.
+    public var concurrent: [ConcurrentView]?
 
-    public init(item: ItemView?, items: [ItemView], version: [VersionEntry], leadNs: Int64, pending: Int, fingerprint: String) {
+    public init(
+        item: ItemView?, items: [ItemView], version: [VersionEntry], leadNs: Int64, pending: Int, fingerprint: String, log: LogView? = nil,
+        concurrent: [ConcurrentView]? = nil
+    ) {
         self.item = item
         self.items = items
         self.version = version
         self.leadNs = leadNs
         self.pending = pending
         self.fingerprint = fingerprint
+        self.log = log
+        self.concurrent = concurrent
     }
 
     enum CodingKeys: String, CodingKey {
         case item, items, version
         case leadNs = "lead_ns"
-        case pending, fingerprint
+        case pending, fingerprint, log, concurrent
     }
 }
 
-/// One version-vector entry.
+/// The group's history on an agent: how much is not yet stable, and what went past the bounds.
+public struct LogView: Codable, Sendable, Equatable {
+    /// Commands not yet seen by every member (kept until they are, then folded).
+    public var unstable: Int
+    /// Commands waiting for one they depend on.
+    public var waiting: Int
+    /// Members whose knowledge decides stability (this agent included).
+    public var members: Int
+    /// Commands that arrived after the agent had folded past them (a member away for longer than
+    /// the log holds): applied right after the fold.
+    public var late: Int
+    /// Commands folded before every member had them (the log was full).
+    public var forcedFolds: Int
+
+    public init(unstable: Int, waiting: Int, members: Int, late: Int, forcedFolds: Int) {
+        self.unstable = unstable
+        self.waiting = waiting
+        self.members = members
+        self.late = late
+        self.forcedFolds = forcedFolds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case unstable, waiting, members, late
+        case forcedFolds = "forced_folds"
+    }
+}
+
+/// Commands that were concurrent (none of their origins had seen the others'): all applied, in
+/// the order they were issued. Event `concurrent_commands` to players, and in the state view.
+public struct ConcurrentView: Codable, Sendable, Equatable {
+    /// One command of the set.
+    public struct Command: Codable, Sendable, Equatable {
+        public var item: String?
+        public var origin: Origin
+
+        public init(item: String?, origin: Origin) {
+            self.item = item
+            self.origin = origin
+        }
+    }
+
+    /// Every command of the set, in the order they were applied (the last one's effect holds
+    /// where they touch the same thing).
+    public var commands: [Command]
+
+    public init(commands: [Command]) {
+        self.commands = commands
+    }
+}
+
+/// Event `concurrent_commands`: commands from different places crossed (see ``ConcurrentView``).
+public struct ConcurrentCommandsEvent: Codable, Sendable, Equatable {
+    public var event = "concurrent_commands"
+    public var hostTimeNs: Int64
+    public var commands: [ConcurrentView.Command]
+
+    public init(hostTimeNs: Int64, commands: [ConcurrentView.Command]) {
+        self.hostTimeNs = hostTimeNs
+        self.commands = commands
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case event
+        case hostTimeNs = "host_time_ns"
+        case commands
+    }
+}
+
+/// One version-vector entry: a peer's life (incarnation), and how many of its commands.
 public struct VersionEntry: Codable, Sendable, Equatable {
     public var peerID: String
     public var name: String
+    public var incarnation: UInt64?
     public var counter: UInt64
 
-    public init(peerID: String, name: String, counter: UInt64) {
+    public init(peerID: String, name: String, incarnation: UInt64?, counter: UInt64) {
         self.peerID = peerID
         self.name = name
+        self.incarnation = incarnation
         self.counter = counter
     }
 
     enum CodingKeys: String, CodingKey {
         case peerID = "peer_id"
-        case name, counter
+        case name, incarnation, counter
     }
 }
 
@@ -116,21 +196,27 @@ public struct Origin: Codable, Sendable, Equatable {
     public var reason: String?
     /// True when this agent issued it.
     public var local: Bool
-    /// The command's Lamport counter (its place in the group's order).
+    /// The command's number at its origin (1, 2, 3, … per agent life). Kept under its version-1
+    /// name: before the vector-clock merge it was the command's Lamport counter.
     public var lamport: UInt64
+    /// The command's stamp on the group's time scale (ns): with `peer_id`, its place in the
+    /// group's one order (absent from agents before the vector-clock merge).
+    public var stampTimeNs: Int64?
 
-    public init(peerID: String, name: String, action: Action, reason: String?, local: Bool, lamport: UInt64) {
+    public init(peerID: String, name: String, action: Action, reason: String?, local: Bool, lamport: UInt64, stampTimeNs: Int64? = nil) {
         self.peerID = peerID
         self.name = name
         self.action = action
         self.reason = reason
         self.local = local
         self.lamport = lamport
+        self.stampTimeNs = stampTimeNs
     }
 
     enum CodingKeys: String, CodingKey {
         case peerID = "peer_id"
         case name, action, reason, local, lamport
+        case stampTimeNs = "stamp_time_ns"
     }
 }
 
@@ -221,13 +307,16 @@ public struct StateChangedEvent: Codable, Sendable, Equatable {
     public var itemID: String?
     public var origin: Origin
     public var state: GroupStateView
+    /// The command crossed others (none of their origins had seen the others'); all applied.
+    public var concurrent: ConcurrentView?
 
-    public init(hostTimeNs: Int64, change: Change, itemID: String?, origin: Origin, state: GroupStateView) {
+    public init(hostTimeNs: Int64, change: Change, itemID: String?, origin: Origin, state: GroupStateView, concurrent: ConcurrentView? = nil) {
         self.hostTimeNs = hostTimeNs
         self.change = change
         self.itemID = itemID
         self.origin = origin
         self.state = state
+        self.concurrent = concurrent
     }
 
     enum CodingKeys: String, CodingKey {
@@ -235,7 +324,7 @@ public struct StateChangedEvent: Codable, Sendable, Equatable {
         case hostTimeNs = "host_time_ns"
         case change
         case itemID = "item_id"
-        case origin, state
+        case origin, state, concurrent
     }
 }
 

@@ -51,10 +51,10 @@ struct MemberCommand: ParsableCommand {
     /// The crafted messages, as plaintexts.
     static func poison(victim: PeerID, member: PeerID) -> [[UInt8]] {
         let other = ItemID("poison")!
-        func record(_ phase: TimelinePhase, anchor: Int64, lamport: UInt64, origin: PeerID, rate: Double = 1) -> ItemRecord {
-            ItemRecord(
-                item: other, timeline: Timeline(phase: phase, anchorTime: PeerTime(ns: anchor), position: .zero, rate: rate), action: .pause,
-                stamp: Stamp(lamport: lamport, origin: origin, incarnation: 1), version: VersionVector())
+        func op(_ command: OperationCommand, time: Int64, seq: UInt64, at: Int64, basis: PeerID, result: Timeline<PeerTime>? = nil) -> GroupOperation {
+            GroupOperation(
+                stamp: Stamp(time: time, origin: member, incarnation: 1, seq: seq), heads: [], item: other, command: command, basis: basis,
+                at: PeerTime(ns: at), originAt: PeerTime(ns: at), result: result)
         }
         let wild = ReportedEstimate(
             reference: PeerTime(ns: Limits.instantNs.upperBound), offsetNs: -Limits.reportOffsetNs, skewPPM: Limits.reportSkewPPM.upperBound,
@@ -64,15 +64,17 @@ struct MemberCommand: ParsableCommand {
         let player = PlayerStatus(playerID: 9, name: "member", itemHash: other.stableHash, readiness: .loading, startLatency: .seconds(10))
         let messages: [PeerMessage] = [
             // Past the decoder's ranges (review appendix A, as the old decoder accepted them).
-            .itemRecord(record(.paused, anchor: 0, lamport: .max, origin: member), relay: nil, wantsAck: true),
-            .itemRecord(record(.waiting, anchor: .min, lamport: 5, origin: victim), relay: nil, wantsAck: false),
-            .itemRecord(record(.paused, anchor: 0, lamport: 5, origin: PeerID(high: 9, low: 9)), relay: RelayAnchor(anchorTime: PeerTime(ns: .max), errorBound: .max), wantsAck: false),
+            .operation(op(.pause, time: .max, seq: .max, at: 0, basis: member), wantsAck: true),
+            .operation(op(.load(ItemMetadata()), time: 5, seq: 1, at: .min, basis: victim), wantsAck: false),
+            .operation(op(.rate(1e300), time: 5, seq: 1, at: 0, basis: PeerID(high: 9, low: 9)), wantsAck: false),
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: 1, estimate: beyond)])),
             .clockRequest(exchange: 1, t1: PeerTime(ns: .max)),
             // At the edges the decoder allows: the core must refuse or absorb them.
-            .itemRecord(record(.paused, anchor: 0, lamport: Limits.counter.upperBound, origin: member), relay: nil, wantsAck: true),
-            .itemRecord(record(.waiting, anchor: Limits.instantNs.lowerBound, lamport: 7, origin: victim), relay: nil, wantsAck: false),
-            .itemRecord(record(.playing, anchor: Limits.instantNs.upperBound, lamport: 8, origin: member, rate: 16), relay: nil, wantsAck: false),
+            .operation(op(.pause, time: Limits.instantNs.upperBound, seq: 1, at: 0, basis: member), wantsAck: true),
+            .operation(op(.play(rate: 16, waits: true), time: Limits.instantNs.lowerBound, seq: 1, at: Limits.instantNs.lowerBound, basis: victim), wantsAck: false),
+            .operation(
+                op(.seek(.max), time: Limits.instantNs.lowerBound, seq: 2, at: Limits.instantNs.upperBound, basis: member,
+                    result: Timeline(phase: .playing, anchorTime: PeerTime(ns: Limits.instantNs.upperBound), position: .max, rate: 16)), wantsAck: false),
             .participant(ParticipantRecord(peer: member, incarnation: 1, version: 1, players: [player])),
             .participant(ParticipantRecord(peer: victim, incarnation: Limits.counter.upperBound, version: 1, players: [])),
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: Limits.counter.upperBound, estimate: wild)])),

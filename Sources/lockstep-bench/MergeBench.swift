@@ -7,7 +7,9 @@ import LockstepPlayerProtocol
 
 /// Time from a command on one peer until every peer holds it.
 struct MergeBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "merge", abstract: "Time from a command on one peer until all peers hold it (plain link, 10% loss).")
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Time from a command on one peer until all peers hold it (plain link, 10% loss); partitions and concurrent commands: which intents held, time to one state.")
 
     @OptionGroup var options: BenchOptions
 
@@ -16,6 +18,9 @@ struct MergeBench: AsyncParsableCommand {
 
     @Option(help: "Commands per scenario.")
     var commands = 100
+
+    @Flag(help: "Skip the partition and concurrent-command scenarios.")
+    var noScenarios = false
 
     /// Receipt times of state changes, per (origin, lamport), per host.
     actor Arrivals {
@@ -67,7 +72,11 @@ struct MergeBench: AsyncParsableCommand {
             try await Task.sleep(nanoseconds: 300_000_000)
             var latencies: [Double] = []
             var incomplete = 0
-            let actions: [CommandRequest] = [.init(action: .play), .init(action: .pause), .init(action: .seek, positionNs: 10_000_000_000), .init(action: .rate, rate: 1.25)]
+            // Each command changes the state (a rate equal to the current one would change nothing).
+            let actions: [CommandRequest] = [
+                .init(action: .play), .init(action: .pause), .init(action: .seek, positionNs: 10_000_000_000), .init(action: .rate, rate: 1.25),
+                .init(action: .play), .init(action: .pause), .init(action: .seek, positionNs: 20_000_000_000), .init(action: .rate, rate: 1),
+            ]
             for i in 0..<commands {
                 let host = i % hosts + 1
                 let sent = MonotonicClock.read()
@@ -99,6 +108,31 @@ struct MergeBench: AsyncParsableCommand {
             }
         }
         report.tables["time from a command on one peer until all peers hold it"] = rows
+        if !noScenarios { try await scenarios(&report) }
         report.print(json: options.json)
+    }
+
+    /// Partitions and concurrent commands on real agents: which intents held, and how long the
+    /// group took to agree.
+    func scenarios(_ report: inout Report) async throws {
+        var rows: [[String: String]] = []
+        let runs: [(String, () async throws -> MergeScenarios.Outcome)] = [
+            ("seeks-then-pause", { try await MergeScenarios.seeksThenPause() }),
+            ("seek-and-pause", { try await MergeScenarios.seekAndPause() }),
+            ("three-way", { try await MergeScenarios.threeWay() }),
+        ]
+        for (key, run) in runs {
+            options.progress(key)
+            let o = try await run()
+            report.figures["\(key) one state s"] = o.convergedS ?? -1
+            rows.append([
+                "_order": "scenario,ended,position s,rate,last change,one state after s,crossing reported,expected",
+                "scenario": o.name, "ended": o.phase ?? "agents disagree", "position s": o.positionS.map { fmt($0, 3) } ?? "-",
+                "rate": o.rate.map { fmt($0, 2) } ?? "-", "last change": o.lastAction ?? "-", "one state after s": o.convergedS.map { fmt($0, 2) } ?? "never",
+                "crossing reported": o.concurrencyReported ? "every agent" : "not everywhere", "expected": o.expectation,
+            ])
+            report.goal("\(o.name): the intents hold", target: o.expectation, measured: "\(o.phase ?? "-") at \(o.positionS.map { fmt($0, 3) } ?? "-") s ×\(o.rate.map { fmt($0, 2) } ?? "-")", met: o.met)
+        }
+        report.tables["partitions and concurrent commands: which intents held (real agents, simulated clocks seconds apart)"] = rows
     }
 }

@@ -46,3 +46,20 @@ struct GroupLabTests {
         #expect(anchors.max()! - anchors.min()! < 1_000_000, "anchors within 1 ms on a plain link (were \(anchors.map { $0 - anchors[0] }) ns)")
     }
 }
+
+/// The vector-clock merge's scenarios on real agents: every intent holds as the user expects.
+@Suite("Lab: merge", .enabled(if: Lab.isEnabled, "needs root and LOCKSTEP_LAB=1"), .serialized)
+struct MergeLabTests {
+    func check(_ o: MergeScenarios.Outcome) {
+        print("merge lab: \(o.name): \(o.phase ?? "disagree") at \(o.positionS.map { String(format: "%.3f s", $0) } ?? "-") ×\(o.rate ?? 0), last \(o.lastAction ?? "-"), one state after \(o.convergedS.map { String(format: "%.2f s", $0) } ?? "never"), reported \(o.concurrencyReported)")
+        #expect(o.convergedS != nil, "\(o.name): one state everywhere")
+        #expect(o.concurrencyReported, "\(o.name): every agent reports the crossing commands")
+        #expect(o.met, "\(o.name): \(o.expectation); got \(o.phase ?? "-") at \(o.positionS ?? -1) s ×\(o.rate ?? -1)")
+    }
+
+    @Test("a partition: seeks on one side, a later pause on the other; healed, every agent is paused where the pause found the timeline")
+    func seeksThenPause() async throws { check(try await MergeScenarios.seeksThenPause()) }
+
+    @Test("a seek to 1:40 and a pause at the same moment on two agents: paused at 1:40 everywhere, both reported")
+    func seekAndPause() async throws { check(try await MergeScenarios.seekAndPause()) }
+}

@@ -57,33 +57,46 @@ struct VectorTests {
 
     /// One representative of every message type (and of each optional part).
     static var messages: [(String, PeerMessage)] {
-        let stamp = Stamp(lamport: 42, origin: a, incarnation: 1_795_300_000_000_000)
-        let version = VersionVector([.init(peer: a, counter: 42), .init(peer: b, counter: 17)])
+        let stamp = Stamp(time: 5_000_000_000_000, origin: a, incarnation: 1_795_300_000_000_000, seq: 42)
+        let ra = ReplicaID(peer: a, incarnation: 1_795_300_000_000_000), rb = ReplicaID(peer: b, incarnation: 9)
         let timeline = Timeline(phase: .playing, anchorTime: PeerTime(ns: 5_000_000_000_000), position: MediaPosition(clamping: 90_000_000_000), rate: 1.5)
         let metadata = ItemMetadata(title: "Night", artworkURL: "https://example.org/night.jpg", duration: .seconds(5_400))
-        let record = ItemRecord(item: film, metadata: metadata, timeline: timeline, action: .seek, reason: nil, stamp: stamp, version: version)
+        let seek = GroupOperation(
+            stamp: stamp, heads: [OperationID(replica: ra, seq: 41), OperationID(replica: rb, seq: 17)], item: film, command: .seek(MediaPosition(clamping: 90_000_000_000)),
+            basis: a, at: PeerTime(ns: 5_000_000_000_000), originAt: PeerTime(ns: 5_000_000_000_000), result: timeline)
+        let load = GroupOperation(
+            stamp: Stamp(time: 4_000_000_000_000, origin: b, incarnation: 9, seq: 1), heads: [], item: film, command: .load(metadata), basis: a,
+            at: PeerTime(ns: 4_000_000_000_000), originAt: PeerTime(ns: 3_999_987_654_321), basisBound: .microseconds(4))
+        let start = GroupOperation(
+            stamp: Stamp(time: 6_000_000_000_000, origin: b, incarnation: 9, seq: 2), heads: [OperationID(replica: rb, seq: 1)], item: film, command: .start,
+            reason: .ready, basis: a, at: PeerTime(ns: 6_000_000_000_000), originAt: PeerTime(ns: 5_999_987_654_321), basisBound: .microseconds(4),
+            result: Timeline(phase: .playing, anchorTime: PeerTime(ns: 6_000_000_000_000), position: .zero, rate: 1))
+        let record = ItemRecord(
+            item: film, metadata: metadata, timeline: timeline, clock: a, alternate: RelayedAnchor(via: b, anchorTime: PeerTime(ns: 4_999_987_654_321), bound: .microseconds(4)),
+            action: .seek, reason: nil, stamp: stamp)
         let estimate = ReportedEstimate(
             reference: PeerTime(ns: 4_000_000_000_000), offsetNs: -12_345_678.5, skewPPM: 42.25, errorBoundNs: 3_500, errorGrowthPPM: 0.5,
             hardBoundNs: 21_000, hardGrowthPPM: 1, delay: .microseconds(42), sampleCount: 200, lastSample: PeerTime(ns: 3_999_900_000_000))
-        let relayed = ItemRecord(
-            item: ItemID("custom:episode-7")!, timeline: Timeline(phase: .paused, anchorTime: PeerTime(ns: -3), position: .zero, rate: 1),
-            action: .start, reason: .ready, stamp: stamp, version: VersionVector())
+        let digest = GroupDigest(entries: [.init(replicaHash: ra.wireHash, counter: 42), .init(replicaHash: rb.wireHash, counter: 17)].sorted { $0.replicaHash < $1.replicaHash }, fingerprint: 0x0123_4567_89ab_cdef)
         return [
             ("clock request", .clockRequest(exchange: 7, t1: PeerTime(ns: 1_000_000_123))),
             ("clock reply", .clockReply(exchange: 7, echo: 1_000_000_123, t2: PeerTime(ns: 31_000_050_000), t3: PeerTime(ns: 31_000_060_000))),
             ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, echo: 1_000_000_123, t3: PeerTime(ns: 31_000_060_417))),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
-            ("item record (from its origin, asking for an ack)", .itemRecord(record, relay: nil, wantsAck: true)),
-            (
-                "item record relayed, with a reason and no metadata",
-                .itemRecord(relayed, relay: RelayAnchor(anchorTime: PeerTime(ns: 7_000_000_000_000), errorBound: .microseconds(4)), wantsAck: false)
-            ),
-            ("current record", .currentRecord(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), stamp: stamp, version: version), wantsAck: true)),
-            ("current record: stopped", .currentRecord(CurrentRecord(item: nil, stamp: stamp, version: version), wantsAck: false)),
-            ("ack", .ack(stamp: stamp)),
-            ("digest", .digest(GroupDigest(current: stamp, items: [.init(itemHash: film.stableHash, stamp: stamp)]), participants: [ParticipantDigest(peer: b, incarnation: 9, version: 3)], wantsReply: true)),
-            ("digest of an empty state", .digest(GroupDigest(current: nil, items: []), participants: [], wantsReply: false)),
+            ("operation: a seek, with two heads and the origin's result, asking for an ack", .operation(seek, wantsAck: true)),
+            ("operation: a load from a peer that is not the basis", .operation(load, wantsAck: false)),
+            ("operation: a start, with a reason", .operation(start, wantsAck: true)),
+            ("operation: a play that waits, at 1.5x", .operation(GroupOperation(stamp: stamp, heads: [], item: film, command: .play(rate: 1.5, waits: true), basis: a, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: true)),
+            ("operation: stop", .operation(GroupOperation(stamp: stamp, heads: [], item: nil, command: .stop, basis: a, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: true)),
+            ("item register, with an alternate anchor", .itemRegister(record)),
+            ("current register", .currentRegister(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), stamp: stamp))),
+            ("current register: stopped", .currentRegister(CurrentRecord(item: nil, stamp: stamp))),
+            ("checkpoint vector: which operations the registers include", .checkpointVector([.init(replica: ra, counter: 42), .init(replica: rb, counter: 17)].sorted { $0.replica < $1.replica })),
+            ("ack", .ack(stamp.id)),
+            ("digest", .digest(digest, wantsReply: true)),
+            ("digest of an empty history", .digest(GroupDigest(entries: [], fingerprint: 0), wantsReply: false)),
+            ("participant digest", .participantDigest([ParticipantDigest(peer: b, incarnation: 9, version: 3)], wantsReply: true)),
             ("participant", .participant(ParticipantRecord(peer: b, incarnation: 9, version: 3, players: [
                 PlayerStatus(playerID: 1, name: "mpv", itemHash: film.stableHash, readiness: .ready, outputLatency: .milliseconds(40), startLatency: .milliseconds(30)),
                 PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: [.stallRecovery, .interruption]),
@@ -130,13 +143,13 @@ struct VectorTests {
         let good = bytes(envelopes[0].datagramHex)
         var tampered = good
         tampered[tampered.count - 20] ^= 1
-        var version2 = good
-        version2[2] = 2
+        var version1 = good
+        version1[2] = 1
         var otherEpoch = good
         otherEpoch[3] = 9
         return [
             RejectionVector(name: "not Lockstep", datagramHex: hex(Array("hello".utf8)), rejection: "not_lockstep"),
-            RejectionVector(name: "unknown wire version", datagramHex: hex(version2), rejection: "unknown_version"),
+            RejectionVector(name: "wire version 1 (before the vector-clock merge)", datagramHex: hex(version1), rejection: "unknown_version"),
             RejectionVector(name: "shorter than header and tag", datagramHex: hex(Array(good.prefix(40))), rejection: "too_short"),
             RejectionVector(name: "one ciphertext bit flipped", datagramHex: hex(tampered), rejection: "auth_failed"),
             RejectionVector(name: "key epoch not held", datagramHex: hex(otherEpoch), rejection: "unknown_key_epoch"),
@@ -152,7 +165,7 @@ struct VectorTests {
             try Self.write(Self.rejectionVectors(envelopes), to: "rejections.json")
         }
         let vectors = try Self.load("peer-messages.json", as: [MessageVector].self)
-        #expect(Set(vectors.map { MessageType($0.message.message) }).count == 13, "every message type has a vector")
+        #expect(Set(vectors.map { MessageType($0.message.message) }).count == MessageType.allCases.count, "every message type has a vector")
         for v in vectors {
             #expect(Self.hex(v.message.message.encoded()) == v.hex, "\(v.name) encodes as the vector says")
             #expect(try PeerMessage.decode(Self.bytes(v.hex)) == v.message.message, "\(v.name) decodes to the vector's message")

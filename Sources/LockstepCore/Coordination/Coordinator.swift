@@ -198,18 +198,22 @@ public struct Coordinator: Sendable {
         case .load(let id, let metadata):
             return [.reply(.done)] + load(id, metadata, view: view, now: now, reason: reason)
         case .stop:
-            var out: [Directive] = [.reply(.done), .propose(.current(nil, ItemMetadata()))]
-            if let target = item ?? view.state.current?.item, let existing = view.state.items[target] {
-                let stopped = Timeline(phase: .stopped, anchorTime: now, position: .zero, rate: existing.timeline.rate)
-                out.append(.propose(.item(target, existing.metadata, stopped, .stop, reason)))
-            }
-            return out
+            let target = (item ?? view.state.current?.item).flatMap { view.state.items[$0] != nil ? $0 : nil }
+            return [.reply(.done), .propose(Proposal(item: target, command: .stop, reason: reason, at: now))]
         default:
             guard let id = item ?? view.state.current?.item, let existing = view.state.items[id] else { return [.reply(.refused(.noItem))] }
-            guard let current = view.timelines.timeline(of: existing, now: now) else { return [.reply(.refused(.clockUnknown(existing.stamp.origin)))] }
+            guard let current = view.timelines.timeline(of: existing, now: now) else { return [.reply(.refused(.clockUnknown(existing.clock)))] }
             switch timeline(for: command, from: current, nominalRate: existing.timeline.rate, item: id, immediately: reason == .playImmediately, view: view, now: now) {
             case .success(let timeline):
-                return [.reply(.done), .propose(.item(id, existing.metadata, timeline, command.action, reason))]
+                let op: OperationCommand
+                switch command {
+                case .play(let rate): op = .play(rate: rate, waits: timeline.phase == .waiting)
+                case .pause: op = .pause
+                case .seek(let position): op = .seek(position)
+                case .setRate(let rate): op = .rate(rate)
+                case .load, .stop: return [.reply(.done)]
+                }
+                return [.reply(.done), .propose(Proposal(item: id, command: op, reason: reason, at: timeline.anchorTime, result: timeline))]
             case .failure(let error):
                 return [.reply(.refused(error))]
             }
@@ -218,11 +222,7 @@ public struct Coordinator: Sendable {
 
     /// `item` becomes the group's item; its timeline starts paused at 0 if it has none yet.
     private func load(_ item: ItemID, _ metadata: ItemMetadata, view: GroupView, now: LocalTime, reason: CommandReason? = nil) -> [Directive] {
-        var out: [Directive] = [.propose(.current(item, metadata))]
-        if view.state.items[item] == nil {
-            out.append(.propose(.item(item, metadata, Timeline(phase: .paused, anchorTime: now, position: .zero, rate: 1), .load, reason)))
-        }
-        return out
+        [.propose(Proposal(item: item, command: .load(metadata), reason: reason, at: now))]
     }
 
     /// The new timeline (on the local clock) that `command` makes of `current` (the group's
@@ -266,6 +266,12 @@ public struct Coordinator: Sendable {
     }
 
     // MARK: - The group changed
+
+    /// Commands crossed (``ConcurrentCommands``): every player in group playback is told, so
+    /// that nobody wonders where an intent went.
+    public func onConcurrentCommands(_ report: ConcurrentCommands) -> [Directive] {
+        players.values.filter { $0.item != nil && !$0.solo }.sorted { $0.id < $1.id }.map { .tell($0.id, .concurrent(report)) }
+    }
 
     /// Brings every local player up to date with the group, starts waiting timelines whose
     /// participants are ready (when this peer is the one to), holds playing ones for waiting
@@ -377,7 +383,7 @@ public struct Coordinator: Sendable {
             held.insert(item)
             let at = now + leadTime(for: item, view: view, now: now)
             let hold = Timeline(phase: .waiting, anchorTime: at, position: timeline.position(at: at), rate: record.timeline.rate)
-            out.append(.propose(.item(item, record.metadata, hold, .pause, .waiting(suspension.reason))))
+            out.append(.propose(Proposal(item: item, command: .hold(suspension.reason), reason: .waiting(suspension.reason), at: at, result: hold)))
         }
         for record in view.state.items.values.sorted(by: { $0.item < $1.item }) where record.timeline.phase == .waiting {
             guard isResponsibleForStart(record, view: view) else { continue }
@@ -390,7 +396,7 @@ public struct Coordinator: Sendable {
             guard let reason else { continue }
             let at = now + leadTime(for: record.item, view: view, now: now)
             let start = Timeline(phase: .playing, anchorTime: at, position: record.timeline.position, rate: record.timeline.rate)
-            out.append(.propose(.item(record.item, record.metadata, start, .start, reason)))
+            out.append(.propose(Proposal(item: record.item, command: .start, reason: reason, at: at, result: start)))
         }
         return out
     }

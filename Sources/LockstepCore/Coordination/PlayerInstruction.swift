@@ -17,6 +17,8 @@ public enum PlayerInstruction: Sendable, Equatable {
     case groupPlayback(active: Bool, reason: GroupPlaybackReason)
     /// A suspension of this player began or ended.
     case suspension(began: Bool, id: UInt32, reason: SuspensionReason, imposed: Bool)
+    /// Commands from different places crossed; all were applied, in this order.
+    case concurrent(ConcurrentCommands)
 }
 
 /// Why a player is in group playback or not.

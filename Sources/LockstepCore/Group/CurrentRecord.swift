@@ -1,15 +1,23 @@
-/// The replicated register naming the item the group plays (SharePlay's current activity).
-/// `item == nil` means the group was stopped.
+/// The register naming the item the group plays (SharePlay's current activity), set by the
+/// latest `load` or `stop`. `item == nil` means the group was stopped.
 public struct CurrentRecord: Equatable, Hashable, Sendable, Codable {
     public var item: ItemID?
     public var metadata: ItemMetadata
     public var stamp: Stamp
-    public var version: VersionVector
 
-    public init(item: ItemID?, metadata: ItemMetadata = .init(), stamp: Stamp, version: VersionVector) {
+    public init(item: ItemID?, metadata: ItemMetadata = .init(), stamp: Stamp) {
         self.item = item
         self.metadata = metadata
         self.stamp = stamp
-        self.version = version
+    }
+}
+
+extension CurrentRecord {
+    /// A stable hash of what the register holds (see ``GroupState/fingerprint``).
+    public var contentHash: UInt64 {
+        var h = StableHasher()
+        h.add(item?.stableHash ?? 0)
+        h.add(stamp)
+        return h.value
     }
 }

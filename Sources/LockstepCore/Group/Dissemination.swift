@@ -1,11 +1,11 @@
-/// The replication protocol of one node: the group state (``Replica``) and the participant
-/// records of every peer, spread to and merged from the other peers (`Protocol/peer-protocol.md`
-/// §4.5–4.10, §5).
+/// The replication protocol of one node: the group's history (``Replica``, ``OperationLog``)
+/// and the participant records of every peer, spread to and merged from the other peers
+/// (`Protocol/peer-protocol.md` §4.5–4.11, §5).
 ///
 /// A pure instance: every input is an `on…` call with the current local time, every output a
-/// ``Directive``. Which peers are reachable, their round trips and how to put a timeline on the
-/// local clock (for the relay anchors it adds to records it forwards) are told by the owner
-/// (``Node``) with each input that needs them.
+/// ``Directive``. Which peers are reachable and their round trips are told by the owner
+/// (``Node``) with each input that needs them; so are the group's members (for stability) and
+/// the clock estimates the group clock reads (``onClockEstimates(_:)``).
 ///
 /// Participant records are owned by their peer: a newer one (higher incarnation, then version)
 /// replaces an older one; anyone may relay them, nobody may speak for this node.
@@ -16,63 +16,59 @@ public struct Dissemination: Sendable {
         case send(PeerMessage, to: PeerID)
         /// Send back where a datagram came from (an ack, an answer to a digest).
         case reply(PeerMessage, to: Endpoint)
-        /// A record was applied (from this node or another).
+        /// The group state changed (an operation from this node or another, or registers).
         case changed(GroupChange)
         /// A peer's players changed.
         case participantsChanged
-        /// A record from a peer was refused (counted by the shell).
+        /// A message from a peer was refused (counted by the shell).
         case refused(Refusal)
     }
 
-    /// Why a record from a peer was refused.
-    public enum Refusal: String, Sendable, Equatable {
-        /// Its Lamport counter was far ahead of everything seen (review finding H2).
-        case lamportTooFarAhead = "lamport_too_far_ahead"
+    /// Why a message from a peer was refused.
+    public enum Refusal: Sendable, Equatable {
+        /// An operation the history refused (see ``OperationLog/Refusal``).
+        case operation(OperationLog.Refusal)
         /// A participant record about this node, newer than its own: another peer speaking for it.
-        case speaksForUs = "speaks_for_us"
+        case speaksForUs
     }
 
     public let me: PeerID
     public let incarnation: UInt64
     public private(set) var replica: Replica
+    public private(set) var clock: GroupClock
     /// Every peer's players, as they last said (this node's own included).
     public private(set) var participants: [PeerID: ParticipantRecord] = [:]
-    /// For records relayed by a peer other than their origin: the anchor on the relay's clock.
-    public private(set) var relays: [Stamp: RelayedAnchor] = [:]
 
     public init(me: PeerID, incarnation: UInt64, configuration: Replica.Configuration = .init()) {
         self.me = me
         self.incarnation = incarnation
         self.replica = Replica(me: me, incarnation: incarnation, configuration: configuration)
+        self.clock = GroupClock(me: me)
         self.participants[me] = ParticipantRecord(peer: me, incarnation: incarnation, version: 0, players: [])
     }
 
-    /// The replicated group state.
+    /// The group state.
     public var state: GroupState { replica.state }
+    /// The group's history on this node.
+    public var log: OperationLog { replica.log }
 
     // MARK: - Local inputs
 
-    /// This node's command: stamped, applied, and sent to every peer in `peers`, who acknowledge it.
-    public mutating func onProposal(
-        _ proposal: Proposal, now: LocalTime, peers: [PeerID], rtt: (PeerID) -> TimeSpan?, timelines: LocalTimelines
-    ) -> [Directive] {
-        let (stamp, version) = replica.nextStamp()
-        let record: Replica.Outgoing
-        let change: GroupChange.Kind
-        switch proposal {
-        case .current(let item, let metadata):
-            let r = CurrentRecord(item: item, metadata: metadata, stamp: stamp, version: version)
-            record = .current(r)
-            change = .current(r)
-        case .item(let item, let metadata, let timeline, let action, let reason):
-            let t = timeline.moved(to: PeerTime(ours: timeline.anchorTime))
-            let r = ItemRecord(item: item, metadata: metadata, timeline: t, action: action, reason: reason, stamp: stamp, version: version)
-            record = .item(r)
-            change = .item(r)
+    /// This node's command: an operation stamped on the group clock, its instants written on
+    /// the basis's clock, applied, and sent to every peer in `peers`, who acknowledge it.
+    public mutating func onProposal(_ proposal: Proposal, now: LocalTime, peers: [PeerID], rtt: (PeerID) -> TimeSpan?) -> [Directive] {
+        let basis = clock.basis
+        let (at, bound) = clock.onBasis(proposal.at)
+        let result = proposal.result.map { $0.moved(to: at) }
+        let reportsBefore = replica.log.reportsTotal
+        let ops = replica.issue(
+            item: proposal.item, command: proposal.command, reason: proposal.reason, basis: basis, at: at, originAt: PeerTime(ours: proposal.at),
+            basisBound: bound.clamped(to: Limits.relayBoundNs), result: result, stampTime: clock.stampTime(at: now), to: peers, rtt: rtt, now: now)
+        var out: [Directive] = []
+        for op in ops { out += peers.map { .send(.operation(op, wantsAck: true), to: $0) } }
+        if let op = ops.last {
+            out.append(.changed(GroupChange(operation: op, local: true, concurrent: newReport(since: reportsBefore))))
         }
-        replica.issue(record, to: peers, rtt: rtt, now: now)
-        var out: [Directive] = peers.map { .send(carrier(for: record, wantsAck: true, relayTo: $0, now: now, timelines: timelines), to: $0) }
-        out.append(.changed(GroupChange(kind: change, local: true)))
         return out
     }
 
@@ -85,11 +81,23 @@ public struct Dissemination: Sendable {
         return peers.map { .send(.participant(record), to: $0) } + [.participantsChanged]
     }
 
+    /// The latest estimates of the peers' clocks (direct or through the mesh), for the group clock.
+    public mutating func onClockEstimates(_ estimates: [(PeerID, ClockEstimate)]) {
+        for (peer, e) in estimates { clock.observe(peer, e) }
+    }
+
+    /// The group's members now (every known peer's current incarnation): whose knowledge
+    /// decides when an operation is stable.
+    public mutating func onMembers(_ members: Set<ReplicaID>) {
+        replica.setMembers(members)
+    }
+
     // MARK: - Peers
 
     /// A peer became reachable: exchange digests and introduce our players at once.
     public func onPeerReachable(_ peer: PeerID) -> [Directive] {
-        var out: [Directive] = [.send(.digest(replica.state.digest, participants: participantDigest, wantsReply: true), to: peer)]
+        var out: [Directive] = [.send(.digest(replica.digest, wantsReply: true), to: peer)]
+        out += participantDigests(wantsReply: true).map { .send($0, to: peer) }
         if let mine = participants[me] { out.append(.send(.participant(mine), to: peer)) }
         return out
     }
@@ -106,53 +114,90 @@ public struct Dissemination: Sendable {
         participants[peer] = nil
     }
 
+    /// A peer left the group for good: the group clock no longer reads its clock.
+    public mutating func onPeerForgotten(_ peer: PeerID) {
+        participants[peer] = nil
+        clock.forget(peer)
+    }
+
     // MARK: - Messages
 
-    /// An item record from `sender` (via `source`).
-    public mutating func onItemRecord(
-        _ record: ItemRecord, relay: RelayAnchor?, wantsAck: Bool, from sender: PeerID, source: Endpoint
-    ) -> [Directive] {
-        switch replica.apply(.item(record)) {
-        case .lamportTooFarAhead:
-            return [.refused(.lamportTooFarAhead)]
+    /// An operation from `sender` (via `source`).
+    public mutating func onOperation(_ op: GroupOperation, wantsAck: Bool, from sender: PeerID, source: Endpoint, now: LocalTime) -> [Directive] {
+        let reportsBefore = replica.log.reportsTotal
+        let before = replica.state
+        let outcome = replica.receive(op, stampLimit: clock.stampTime(at: now).addingSaturating(Limits.stampLeadNs))
+        let ack: [Directive] = wantsAck ? [.reply(.ack(op.id), to: source)] : []
+        switch outcome {
+        case .refused(let why):
+            return [.refused(.operation(why))]
+        case .waiting:
+            // Not acknowledged: the origin sends it again, by when what it waits for is here.
+            return []
+        case .duplicate:
+            return ack
         case .applied:
-            if let relay, record.stamp.origin != sender {
-                relays[record.stamp] = RelayedAnchor(via: sender, anchorTime: relay.anchorTime, bound: relay.errorBound)
+            let concurrent = newReport(since: reportsBefore)
+            guard replica.state != before || concurrent != nil else { return ack }
+            return ack + [.changed(GroupChange(operation: op, local: false, concurrent: concurrent))]
+        }
+    }
+
+    /// A register of `sender`'s folded state.
+    public mutating func onRegister(_ record: ItemRecord) -> [Directive] {
+        let before = replica.state
+        replica.importRecord(record)
+        return replica.state != before ? [.changed(GroupChange(operation: nil, local: false))] : []
+    }
+
+    public mutating func onRegister(_ record: CurrentRecord) -> [Directive] {
+        let before = replica.state
+        replica.importRecord(record)
+        return replica.state != before ? [.changed(GroupChange(operation: nil, local: false))] : []
+    }
+
+    /// Which operations the registers `sender` sent include.
+    public mutating func onCheckpointVector(_ entries: [VersionVector.Entry]) -> [Directive] {
+        let before = replica.state
+        replica.importFolded(entries)
+        return replica.state != before ? [.changed(GroupChange(operation: nil, local: false))] : []
+    }
+
+    /// `peer` has operation `id`.
+    public mutating func onAck(_ id: OperationID, from peer: PeerID) {
+        replica.acknowledged(id, by: peer)
+    }
+
+    /// Anti-entropy: `sender` (running as `replica`) has what `digest` says. It gets the
+    /// operations it lacks; if its state differs and it lacks operations folded here (it joined
+    /// later), or it has every operation this node has and still differs, it gets this state's
+    /// registers; it is asked for what this node lacks (our digest back).
+    public mutating func onDigest(_ digest: GroupDigest, wantsReply: Bool, from sender: ReplicaID, source: Endpoint) -> [Directive] {
+        let (theirs, unknown) = digest.vector(known: replica.knownReplicas)
+        replica.onDigest(theirs, from: sender)
+        var out: [Directive] = replica.log.missing(from: theirs).map { .reply(.operation($0, wantsAck: false), to: source) }
+        let state = replica.state
+        if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || theirs == replica.log.applied {
+            if let c = state.current { out.append(.reply(.currentRegister(c), to: source)) }
+            out += state.records.map { .reply(.itemRegister($0), to: source) }
+            let folded = replica.log.folded.entries
+            out += stride(from: 0, to: folded.count, by: PeerMessage.maxCheckpointEntries).map {
+                .reply(.checkpointVector(Array(folded[$0..<min($0 + PeerMessage.maxCheckpointEntries, folded.count)])), to: source)
             }
-            pruneRelays()
-            return (wantsAck ? [.reply(.ack(stamp: record.stamp), to: source)] : []) + [.changed(GroupChange(kind: .item(record), local: false))]
-        case .duplicate, .superseded:
-            return wantsAck ? [.reply(.ack(stamp: record.stamp), to: source)] : []
         }
-    }
-
-    /// The group's current item, from `sender` (via `source`).
-    public mutating func onCurrentRecord(_ record: CurrentRecord, wantsAck: Bool, source: Endpoint) -> [Directive] {
-        switch replica.apply(.current(record)) {
-        case .lamportTooFarAhead:
-            return [.refused(.lamportTooFarAhead)]
-        case .applied:
-            return (wantsAck ? [.reply(.ack(stamp: record.stamp), to: source)] : []) + [.changed(GroupChange(kind: .current(record), local: false))]
-        case .duplicate, .superseded:
-            return wantsAck ? [.reply(.ack(stamp: record.stamp), to: source)] : []
+        if wantsReply || unknown || replica.log.lacksSomething(of: theirs) {
+            out.append(.reply(.digest(replica.digest, wantsReply: false), to: source))
         }
+        return out
     }
 
-    /// `peer` has the record stamped `stamp`.
-    public mutating func onAck(_ stamp: Stamp, from peer: PeerID) {
-        replica.acknowledged(stamp, by: peer)
-    }
-
-    /// Anti-entropy: `sender` holds what `digest` says. It gets what it lacks; it is asked for
-    /// what we lack (our digest back); `reachable` says whose participant records it may lack.
-    public func onDigest(
-        _ digest: GroupDigest, participants theirs: [ParticipantDigest], wantsReply: Bool, from sender: PeerID, source: Endpoint,
-        reachable: (PeerID) -> Bool, now: LocalTime, timelines: LocalTimelines
+    /// Anti-entropy of participant records: `sender` holds what `theirs` says. It gets the
+    /// records it lacks; `reachable` says whose records it may have that this node lacks (then
+    /// our digest goes back).
+    public func onParticipantDigest(
+        _ theirs: [ParticipantDigest], wantsReply: Bool, from sender: PeerID, source: Endpoint, reachable: (PeerID) -> Bool
     ) -> [Directive] {
         var out: [Directive] = []
-        let (current, items) = replica.state.missing(from: digest)
-        if let current { out.append(.reply(.currentRecord(current, wantsAck: false), to: source)) }
-        for r in items { out.append(.reply(carrier(for: .item(r), wantsAck: false, relayTo: sender, now: now, timelines: timelines), to: source)) }
         var known: [PeerID: ParticipantDigest] = [:]
         for d in theirs { known[d.peer] = d }
         var theyHaveNewer = false
@@ -161,13 +206,17 @@ public struct Dissemination: Sendable {
                 if (d.incarnation, d.version) > (record.incarnation, record.version) { theyHaveNewer = true }
                 continue
             }
-            out.append(.reply(.participant(record), to: source))
+            // A digest split over several messages names some peers in another one: only those
+            // this one could name are sent (the others go when their part arrives).
+            if theirs.count < PeerMessage.maxParticipantDigests || theirs.last.map({ record.peer <= $0.peer }) ?? true {
+                out.append(.reply(.participant(record), to: source))
+            }
         }
         for d in theirs where participants[d.peer] == nil && d.peer != me && reachable(d.peer) {
             theyHaveNewer = true
         }
-        if wantsReply || replica.state.lacksSomething(of: digest) || theyHaveNewer {
-            out.append(.reply(.digest(replica.state.digest, participants: participantDigest, wantsReply: false), to: source))
+        if wantsReply || theyHaveNewer {
+            out += participantDigests(wantsReply: false).map { .reply($0, to: source) }
         }
         return out
     }
@@ -188,15 +237,19 @@ public struct Dissemination: Sendable {
     // MARK: - Time
 
     /// Retransmissions due, and the anti-entropy round when it is due.
-    public mutating func onTick(now: LocalTime, peers: [PeerID], rtt: (PeerID) -> TimeSpan?, timelines: LocalTimelines) -> [Directive] {
+    public mutating func onTick(now: LocalTime, peers: [PeerID], rtt: (PeerID) -> TimeSpan?) -> [Directive] {
         var out: [Directive] = []
         let reachable = Set(peers)
-        for (record, peer) in replica.retransmissions(now: now, rtt: rtt) where reachable.contains(peer) {
-            out.append(.send(carrier(for: record, wantsAck: true, relayTo: peer, now: now, timelines: timelines), to: peer))
+        for (op, peer) in replica.retransmissions(now: now, rtt: rtt) where reachable.contains(peer) {
+            out.append(.send(.operation(op, wantsAck: true), to: peer))
         }
         if replica.antiEntropyDue(now: now) {
-            let digest = PeerMessage.digest(replica.state.digest, participants: participantDigest, wantsReply: false)
-            out += peers.map { .send(digest, to: $0) }
+            let digest = PeerMessage.digest(replica.digest, wantsReply: false)
+            let parts = participantDigests(wantsReply: false)
+            for peer in peers {
+                out.append(.send(digest, to: peer))
+                out += parts.map { .send($0, to: peer) }
+            }
         }
         return out
     }
@@ -206,36 +259,22 @@ public struct Dissemination: Sendable {
         replica.rebase(now: now)
     }
 
-    /// When ``onTick(now:peers:rtt:timelines:)`` next has work.
+    /// When ``onTick(now:peers:rtt:)`` next has work.
     public func nextDeadline(now: LocalTime) -> LocalTime {
         replica.nextDeadline(now: now)
     }
 
     // MARK: - Helpers
 
-    /// The message carrying `record`; a relayed record (not ours) gets its anchor on our clock.
-    func carrier(for record: Replica.Outgoing, wantsAck: Bool, relayTo peer: PeerID, now: LocalTime, timelines: LocalTimelines) -> PeerMessage {
-        switch record {
-        case .current(let r):
-            return .currentRecord(r, wantsAck: wantsAck)
-        case .item(let r):
-            var relay: RelayAnchor?
-            if r.stamp.origin != me, r.stamp.origin != peer, let local = timelines.anchor(of: r, now: now) {
-                relay = RelayAnchor(anchorTime: PeerTime(ours: local.time), errorBound: local.bound.clamped(to: Limits.relayBoundNs))
-            }
-            return .itemRecord(r, relay: relay, wantsAck: wantsAck)
+    /// The participant digest, in messages of at most ``PeerMessage/maxParticipantDigests``.
+    func participantDigests(wantsReply: Bool) -> [PeerMessage] {
+        let all = participants.values.map { ParticipantDigest(peer: $0.peer, incarnation: $0.incarnation, version: $0.version) }.sorted { $0.peer < $1.peer }
+        return stride(from: 0, to: max(all.count, 1), by: PeerMessage.maxParticipantDigests).map { start in
+            .participantDigest(Array(all[start..<min(start + PeerMessage.maxParticipantDigests, all.count)]), wantsReply: wantsReply)
         }
     }
 
-    var participantDigest: [ParticipantDigest] {
-        participants.values.map { ParticipantDigest(peer: $0.peer, incarnation: $0.incarnation, version: $0.version) }
-            .sorted { $0.peer < $1.peer }.prefix(PeerMessage.maxParticipantDigests).map { $0 }
-    }
-
-    /// Relay anchors are kept only for records still in the state.
-    private mutating func pruneRelays() {
-        guard relays.count > GroupState.maxItems * 2 else { return }
-        let live = Set(replica.state.items.values.map(\.stamp))
-        relays = relays.filter { live.contains($0.key) }
+    private func newReport(since total: Int) -> ConcurrentCommands? {
+        replica.log.reportsTotal > total ? replica.log.reports.last : nil
     }
 }

@@ -1,18 +1,16 @@
-/// A change to the group state, for the coordinator and for watchers.
+/// A change to the group state, for the coordinator and for watchers: the operation that caused
+/// it (nil when registers came from a peer's folded state), and the commands it was concurrent
+/// with, if any.
 public struct GroupChange: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
-        /// An item's timeline changed.
-        case item(ItemRecord)
-        /// The group's current item changed.
-        case current(CurrentRecord)
-    }
-
-    public var kind: Kind
+    public var operation: GroupOperation?
     /// Issued by this node (as opposed to received).
     public var local: Bool
+    /// The operation was concurrent with others (all applied; see ``ConcurrentCommands``).
+    public var concurrent: ConcurrentCommands?
 
-    public init(kind: Kind, local: Bool) {
-        self.kind = kind
+    public init(operation: GroupOperation?, local: Bool, concurrent: ConcurrentCommands? = nil) {
+        self.operation = operation
         self.local = local
+        self.concurrent = concurrent
     }
 }

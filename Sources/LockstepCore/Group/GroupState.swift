@@ -1,14 +1,10 @@
-/// The replicated group state: which item the group plays, and a timeline per item.
+/// The group state: which item the group plays, and a timeline per item. It is the fold of the
+/// group's operations in ``Stamp`` order (``apply(_:)``), on every replica the same.
 ///
-/// A state-based CRDT made of last-writer-wins registers ordered by ``Stamp``:
-/// - one ``CurrentRecord`` (the group's item), merged by the larger stamp;
-/// - one ``ItemRecord`` per item, merged per item by the larger stamp;
-/// - at most ``maxItems`` item records: the ones with the largest stamps.
-///
-/// Each part is a maximum over a total order, and keeping the top `maxItems` by that order commutes
-/// with taking the union, so the merge is commutative, associative and idempotent: replicas that
-/// have seen the same records hold the same state whatever the order, duplicates or delays. The
-/// state is the same on every replica; only how its anchors are converted to a local clock differs.
+/// At most ``maxItems`` item registers are kept: the ones changed most recently (by stamp).
+/// ``merge(_:)`` is the other way in: a register from a peer's folded state (a device that
+/// joins a group whose history was folded before it came, see ``OperationLog``), kept if its
+/// stamp is larger.
 public struct GroupState: Equatable, Hashable, Sendable {
     /// How many item timelines are kept (the most recent ones). Older items' timelines are forgotten.
     public static let maxItems = 16
@@ -21,94 +17,136 @@ public struct GroupState: Equatable, Hashable, Sendable {
         items = [:]
     }
 
-    public enum MergeOutcome: Equatable, Sendable {
-        /// The record is new and now part of the state.
-        case applied
-        /// The state already holds this exact record.
-        case duplicate
-        /// The state holds a later record for the same register (or the record is too old to keep).
-        case superseded
+    // MARK: - The fold
+
+    /// Applies one operation (see ``OperationCommand`` for what each does). Returns whether the
+    /// state changed: a command that changes nothing (a pause of a paused timeline, a start of
+    /// one that is no longer waiting) leaves the registers, and who changed them, as they were.
+    @discardableResult
+    public mutating func apply(_ op: GroupOperation) -> Bool {
+        let before = self
+        switch op.command {
+        case .join:
+            return false
+        case .load(let metadata):
+            guard let item = op.item else { return false }
+            current = CurrentRecord(item: item, metadata: metadata, stamp: op.stamp)
+            if var r = items[item] {
+                r.metadata = metadata
+                put(r)
+            } else {
+                let t = Timeline(phase: .paused, anchorTime: op.at, position: .zero, rate: 1)
+                put(record(for: op, item: item, metadata: metadata, timeline: t))
+            }
+        case .stop:
+            current = CurrentRecord(item: nil, stamp: op.stamp)
+            if let item = op.item, let r = items[item], r.timeline.phase != .stopped || r.timeline.position != .zero {
+                let t = Timeline(phase: .stopped, anchorTime: op.at, position: .zero, rate: r.timeline.rate)
+                put(record(for: op, item: item, metadata: r.metadata, timeline: t))
+            }
+        case .play, .pause, .seek, .rate, .hold, .start:
+            guard let item = op.item else { return false }
+            guard let r = items[item] else {
+                // Its load was forgotten (more than maxItems items since): the origin's view stands.
+                if let result = op.result { put(record(for: op, item: item, metadata: ItemMetadata(), timeline: result)) }
+                return self != before
+            }
+            // Arithmetic on one clock only: a timeline on another basis takes the origin's result.
+            let next = r.clock == op.basis ? Self.recompute(op.command, on: r.timeline, at: op.at) : (op.result ?? r.timeline)
+            if next != r.timeline { put(record(for: op, item: item, metadata: r.metadata, timeline: next)) }
+        }
+        return self != before
     }
 
-    /// Merges one item record.
-    @discardableResult
-    public mutating func merge(_ record: ItemRecord) -> MergeOutcome {
-        if let existing = items[record.item] {
-            if existing.stamp == record.stamp { return .duplicate }
-            if existing.stamp > record.stamp { return .superseded }
-        } else if items.count >= GroupState.maxItems, let oldest = items.values.min(by: { $0.stamp < $1.stamp }), oldest.stamp > record.stamp {
-            return .superseded
+    /// What `command` at `at` makes of `t` (both on one clock).
+    ///
+    /// A playing timeline whose anchor is still ahead of `at` (a command ordered after a seek
+    /// whose lead was longer than its own) has not begun: it is at its starting position, not
+    /// extrapolated backwards.
+    static func recompute(_ command: OperationCommand, on t: Timeline<PeerTime>, at: PeerTime) -> Timeline<PeerTime> {
+        let here = t.position(at: max(at, t.anchorTime))
+        switch command {
+        case .play(let rate, let waits):
+            let r = rate ?? t.rate
+            if t.phase == .playing { return r == t.rate ? t : Timeline(phase: .playing, anchorTime: at, position: here, rate: r) }
+            return Timeline(phase: waits ? .waiting : .playing, anchorTime: at, position: t.position, rate: r)
+        case .pause:
+            switch t.phase {
+            case .playing: return Timeline(phase: .paused, anchorTime: at, position: here, rate: t.rate)
+            case .paused: return t
+            case .waiting, .stopped: return Timeline(phase: .paused, anchorTime: at, position: t.position, rate: t.rate)
+            }
+        case .seek(let position):
+            return Timeline(phase: t.phase == .stopped ? .paused : t.phase, anchorTime: at, position: position, rate: t.rate)
+        case .rate(let r):
+            if t.phase == .playing { return Timeline(phase: .playing, anchorTime: at, position: here, rate: r) }
+            return r == t.rate ? t : Timeline(phase: t.phase, anchorTime: at, position: t.position, rate: r)
+        case .hold:
+            return t.phase == .playing ? Timeline(phase: .waiting, anchorTime: at, position: here, rate: t.rate) : t
+        case .start:
+            return t.phase == .waiting ? Timeline(phase: .playing, anchorTime: at, position: t.position, rate: t.rate) : t
+        case .load, .stop, .join:
+            return t
         }
-        items[record.item] = record
+    }
+
+    private func record(for op: GroupOperation, item: ItemID, metadata: ItemMetadata, timeline: Timeline<PeerTime>) -> ItemRecord {
+        let alternate = op.stamp.origin == op.basis ? nil : RelayedAnchor(via: op.stamp.origin, anchorTime: op.originAt, bound: op.basisBound)
+        // The origin's result may be anchored elsewhere than `at`; its alternate anchor is for `at`.
+        let fits = timeline.anchorTime == op.at
+        return ItemRecord(
+            item: item, metadata: metadata, timeline: timeline, clock: op.basis, alternate: fits ? alternate : nil,
+            action: op.command.action ?? .load, reason: op.reason, stamp: op.stamp)
+    }
+
+    private mutating func put(_ r: ItemRecord) {
+        items[r.item] = r
         if items.count > GroupState.maxItems, let oldest = items.values.min(by: { $0.stamp < $1.stamp }) {
             items[oldest.item] = nil
         }
-        return .applied
     }
 
-    /// Merges the current-item record.
+    // MARK: - Registers from a peer's folded state
+
+    /// Merges one item register: kept if its stamp is larger than this state's for the item.
     @discardableResult
-    public mutating func merge(_ record: CurrentRecord) -> MergeOutcome {
-        if let existing = current {
-            if existing.stamp == record.stamp { return .duplicate }
-            if existing.stamp > record.stamp { return .superseded }
+    public mutating func merge(_ record: ItemRecord) -> Bool {
+        // Equal stamps with different contents (replicas that folded differently, past the
+        // log's bounds) resolve by content, the same way everywhere.
+        if let existing = items[record.item], (existing.stamp, existing.contentHash) >= (record.stamp, record.contentHash) { return false }
+        if items[record.item] == nil, items.count >= GroupState.maxItems,
+            let oldest = items.values.min(by: { $0.stamp < $1.stamp }), oldest.stamp > record.stamp
+        {
+            return false
         }
-        current = record
-        return .applied
+        put(record)
+        return true
     }
 
-    /// Merges a whole state.
+    /// Merges the current-item register: kept if its stamp is larger.
+    @discardableResult
+    public mutating func merge(_ record: CurrentRecord) -> Bool {
+        if let existing = current, (existing.stamp, existing.contentHash) >= (record.stamp, record.contentHash) { return false }
+        current = record
+        return true
+    }
+
+    /// Merges every register of `other` (a commutative, associative, idempotent merge).
     public mutating func merge(_ other: GroupState) {
         if let c = other.current { merge(c) }
-        for r in other.items.values.sorted(by: { $0.stamp < $1.stamp }) { merge(r) }
+        for r in other.records { merge(r) }
     }
 
-    /// The records that would take this state's place, oldest first (for state transfer).
+    /// The item registers, oldest first.
     public var records: [ItemRecord] { items.values.sorted { $0.stamp < $1.stamp } }
 
-    /// The version vector of everything in the state: per origin, its largest counter here.
-    public var version: VersionVector {
-        var entries: [VersionVector.Entry] = []
-        if let c = current {
-            entries.append(.init(peer: c.stamp.origin, counter: c.stamp.lamport))
-            entries += c.version.entries
-        }
-        for r in items.values {
-            entries.append(.init(peer: r.stamp.origin, counter: r.stamp.lamport))
-            entries += r.version.entries
-        }
-        return VersionVector(entries)
-    }
-
-    /// A compact summary for anti-entropy: each register's stamp.
-    public var digest: GroupDigest {
-        GroupDigest(current: current?.stamp, items: items.values.map { .init(itemHash: $0.item.stableHash, stamp: $0.stamp) }.sorted { $0.itemHash < $1.itemHash })
-    }
-
-    /// What this state holds that a replica with `digest` lacks (records newer than theirs or unknown to them).
-    public func missing(from digest: GroupDigest) -> (current: CurrentRecord?, items: [ItemRecord]) {
-        var theirs: [UInt64: Stamp] = [:]
-        for e in digest.items { theirs[e.itemHash] = e.stamp }
-        let c: CurrentRecord? = current.flatMap { mine in
-            digest.current.map { mine.stamp > $0 } ?? true ? mine : nil
-        }
-        let newer = records.filter { r in theirs[r.item.stableHash].map { r.stamp > $0 } ?? true }
-        return (c, newer)
-    }
-
-    /// True if a replica with `digest` holds something this state lacks.
-    public func lacksSomething(of digest: GroupDigest) -> Bool {
-        if let theirs = digest.current, current.map({ theirs > $0.stamp }) ?? true { return true }
-        var mine: [UInt64: Stamp] = [:]
-        for r in items.values { mine[r.item.stableHash] = r.stamp }
-        let oldestKept = items.count >= GroupState.maxItems ? items.values.map(\.stamp).min() : nil
-        for e in digest.items {
-            if let m = mine[e.itemHash] {
-                if e.stamp > m { return true }
-            } else if oldestKept.map({ e.stamp > $0 }) ?? true {
-                return true
-            }
-        }
-        return false
+    /// 64 bits that differ, almost surely, when two states' registers differ. Digests carry it,
+    /// so that replicas whose folded states differ (a device that joined after history was
+    /// folded) exchange their registers.
+    public var fingerprint: UInt64 {
+        var hasher = StableHasher()
+        hasher.add(current?.contentHash ?? 0)
+        for r in items.values.sorted(by: { $0.item < $1.item }) { hasher.add(r.contentHash) }
+        return hasher.value
     }
 }

@@ -1,34 +1,34 @@
-/// The group's timelines on this node's clock: a record's anchor is on its origin's clock, and
-/// moves onto the local clock only through an estimate of that clock (directly, through the
-/// mesh, or through the peer that relayed the record), with the estimate's error bound.
+/// The group's timelines on this node's clock: a register's anchor is on the clock it names
+/// (the basis of the operation that set it), and moves onto the local clock only through an
+/// estimate of that clock (directly or through the mesh), or of the clock of the operation's
+/// origin (its alternate anchor), with the estimate's error bound.
 ///
-/// A read-only view over ``PeerClocks`` and the relay anchors ``Dissemination`` keeps; ``Node``
-/// builds one where a conversion is needed.
+/// A read-only view over ``PeerClocks``; ``Node`` builds one where a conversion is needed.
 public struct LocalTimelines: Sendable {
     public let me: PeerID
     let clocks: PeerClocks
-    let relays: [Stamp: RelayedAnchor]
 
-    public init(me: PeerID, clocks: PeerClocks, relays: [Stamp: RelayedAnchor]) {
+    public init(me: PeerID, clocks: PeerClocks) {
         self.me = me
         self.clocks = clocks
-        self.relays = relays
     }
 
     /// The anchor time of `record` on the local clock, with its error bound; nil while no
-    /// estimate of the origin's clock exists (directly, through the mesh, or through the peer
-    /// that relayed the record). Until then the record cannot be followed: players wait.
+    /// estimate of its clock (or of its alternate's) exists. Until then the record cannot be
+    /// followed: players wait.
     public func anchor(of record: ItemRecord, now: LocalTime) -> (time: LocalTime, bound: TimeSpan)? {
-        let origin = record.stamp.origin
-        if origin == me { return (LocalTime(ours: record.timeline.anchorTime), .zero) }
+        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), .zero) }
         // The bound is the estimate's at the converted instant: it grows away from the samples.
-        if let r = clocks.resolved(origin, at: now) {
+        if let r = clocks.resolved(record.clock, at: now) {
             let t = r.estimate.localTime(at: record.timeline.anchorTime)
             return (t, r.estimate.errorBoundSpan(at: t))
         }
-        if let relay = relays[record.stamp], let r = clocks.resolved(relay.via, at: now) {
-            let t = r.estimate.localTime(at: relay.anchorTime)
-            return (t, r.estimate.errorBoundSpan(at: t) + relay.bound)
+        if let alt = record.alternate {
+            if alt.via == me { return (LocalTime(ours: alt.anchorTime), .zero) }
+            if let r = clocks.resolved(alt.via, at: now) {
+                let t = r.estimate.localTime(at: alt.anchorTime)
+                return (t, r.estimate.errorBoundSpan(at: t) + alt.bound)
+            }
         }
         return nil
     }
@@ -36,21 +36,22 @@ public struct LocalTimelines: Sendable {
     /// The record's timeline on the local clock, or nil (see ``anchor(of:now:)``).
     ///
     /// A playing timeline that started in the past is re-anchored at `now` (converting `now` to
-    /// the origin's clock, where the estimate is freshest, rather than an anchor seconds old), and
-    /// its rate is scaled by the origin's clock rate relative to ours, so that every peer advances
-    /// at the origin's pace.
+    /// the record's clock, where the estimate is freshest, rather than an anchor seconds old), and
+    /// its rate is scaled by that clock's rate relative to ours, so that every peer advances at
+    /// the same pace.
     public func timeline(of record: ItemRecord, now: LocalTime) -> Timeline<LocalTime>? {
         let t = record.timeline
-        let origin = record.stamp.origin
-        if origin == me { return t.moved(to: LocalTime(ours: t.anchorTime)) }
+        if record.clock == me { return t.moved(to: LocalTime(ours: t.anchorTime)) }
         guard let anchor = anchor(of: record, now: now) else { return nil }
         let local = t.moved(to: anchor.time)
-        guard t.phase == .playing, let estimate = clocks.resolved(origin, at: now)?.estimate else { return local }
+        guard t.phase == .playing else { return local }
+        let estimate = clocks.resolved(record.clock, at: now)?.estimate ?? record.alternate.flatMap { clocks.resolved($0.via, at: now)?.estimate }
+        guard let estimate else { return local }
         let scaled = t.rate * (1 + estimate.skewPPM * 1e-6)
-        if anchor.time >= now {
+        if anchor.time >= now || clocks.resolved(record.clock, at: now) == nil {
             return Timeline(phase: .playing, anchorTime: anchor.time, position: t.position, rate: scaled)
         }
-        let originNow = estimate.peerTime(at: now)
-        return Timeline(phase: .playing, anchorTime: now, position: t.position(at: originNow), rate: scaled)
+        let clockNow = estimate.peerTime(at: now)
+        return Timeline(phase: .playing, anchorTime: now, position: t.position(at: clockNow), rate: scaled)
     }
 }

@@ -1,9 +1,22 @@
-/// A command for the replicated state, decided by the coordinator, before the replica stamps it:
-/// ``Dissemination/onProposal(_:now:peers:rtt:timelines:)`` gives it its ``Stamp`` and spreads it.
-public enum Proposal: Sendable, Equatable {
-    /// The group's item (nil: the group plays nothing).
-    case current(ItemID?, ItemMetadata)
-    /// An item's timeline, on this node's clock (the record carries it on its origin's clock,
-    /// which is this node's).
-    case item(ItemID, ItemMetadata, Timeline<LocalTime>, Action, CommandReason?)
+/// A command for the group, decided by the coordinator, before the replica makes it an
+/// ``GroupOperation``: ``Dissemination/onProposal(_:now:peers:rtt:timelines:)`` stamps it, writes its
+/// instants on the group's basis clock, applies it and spreads it.
+public struct Proposal: Sendable, Equatable {
+    /// The item it acts on (nil: a stop with no item).
+    public var item: ItemID?
+    public var command: OperationCommand
+    public var reason: CommandReason?
+    /// When it takes effect, on this node's clock.
+    public var at: LocalTime
+    /// The timeline the coordinator computed from the state it saw, anchored at `at`, when the
+    /// command changes one (see ``GroupOperation/result``).
+    public var result: Timeline<LocalTime>?
+
+    public init(item: ItemID?, command: OperationCommand, reason: CommandReason? = nil, at: LocalTime, result: Timeline<LocalTime>? = nil) {
+        self.item = item
+        self.command = command
+        self.reason = reason
+        self.at = at
+        self.result = result
+    }
 }

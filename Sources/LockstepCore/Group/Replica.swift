@@ -1,149 +1,114 @@
-/// This peer's copy of the group state, and the bookkeeping that spreads it: a Lamport clock for
-/// new commands, acknowledgements and retransmissions for the commands this peer sends, and the
+/// This peer's copy of the group's history (``OperationLog``), and the bookkeeping that spreads
+/// it: acknowledgements and retransmissions for the operations this peer sends, and the
 /// anti-entropy schedule.
 ///
 /// Dissemination, in three layers (each enough on its own for convergence, the first two for speed):
-/// 1. A new record is sent at once to every reachable peer, asking for an acknowledgement.
-/// 2. Unacknowledged records are sent again, each peer on its own backoff (from twice its round
-///    trip, doubling), until acknowledged, superseded by a later record, or the peer is lost.
+/// 1. A new operation is sent at once to every reachable peer, asking for an acknowledgement.
+/// 2. Unacknowledged operations are sent again, each peer on its own backoff (from twice its
+///    round trip, doubling), until acknowledged or the peer is lost.
 /// 3. Every `antiEntropyInterval`, and whenever a peer becomes reachable, each peer sends its
-///    digest (the stamps it holds); a peer that holds newer records pushes them, and one that
-///    lacks some answers with its own digest. Partitions that heal, restarted peers and late
-///    joiners converge in one round.
+///    digest (its version vector and state fingerprint); a peer that holds operations the other
+///    lacks sends them, and one that lacks some answers with its own digest. Partitions that
+///    heal, restarted peers and late joiners converge in one round.
 public struct Replica: Sendable {
     public struct Configuration: Sendable, Equatable {
         public var antiEntropyInterval: TimeSpan = .seconds(1)
         /// The first retransmission waits max(this, 2 × round trip); each next one twice as long.
         public var minRetransmit: TimeSpan = .milliseconds(10)
         public var maxRetransmit: TimeSpan = .milliseconds(500)
-        /// After this many attempts a record is left to anti-entropy.
+        /// After this many attempts an operation is left to anti-entropy.
         public var maxAttempts: Int = 8
+        public var log = OperationLog.Configuration()
 
         public init() {}
     }
 
-    /// A record on its way to peers.
-    public enum Outgoing: Sendable, Equatable {
-        case item(ItemRecord)
-        case current(CurrentRecord)
-
-        public var stamp: Stamp {
-            switch self {
-            case .item(let r): r.stamp
-            case .current(let r): r.stamp
-            }
-        }
-    }
-
     struct Pending: Sendable {
-        var record: Outgoing
+        var operation: GroupOperation
         /// Per peer: when to send next, and how many times it was sent.
         var awaiting: [PeerID: (next: LocalTime, attempts: Int)]
-    }
-
-    /// What happened to a record from a peer.
-    public enum ApplyOutcome: Equatable, Sendable {
-        /// The record is new and now part of the state.
-        case applied
-        /// The state already holds this exact record.
-        case duplicate
-        /// The state holds a later record for the same register (or the record is too old to keep).
-        case superseded
-        /// Its Lamport counter is more than ``Limits/lamportJump`` ahead of everything seen: a
-        /// poisoned record (it would pin the state for good), refused and counted.
-        case lamportTooFarAhead
     }
 
     public let me: PeerID
     public let incarnation: UInt64
     public let configuration: Configuration
-    public private(set) var state = GroupState()
-    /// Larger than every stamp seen: the counter of the next command.
-    public private(set) var lamport: UInt64 = 0
-    var pending: [Stamp: Pending] = [:]
+    public private(set) var log: OperationLog
+    var pending: [OperationID: Pending] = [:]
     var nextAntiEntropy: LocalTime?
 
     public init(me: PeerID, incarnation: UInt64, configuration: Configuration = .init()) {
         self.me = me
         self.incarnation = incarnation
         self.configuration = configuration
+        self.log = OperationLog(me: ReplicaID(peer: me, incarnation: incarnation), configuration: configuration.log)
     }
+
+    /// The group state.
+    public var state: GroupState { log.state }
 
     // MARK: - Issuing
 
-    /// The stamp and version vector for a new command, raising the Lamport clock (it saturates at
-    /// ``Limits/counter``'s end, which records from peers cannot come near: see ``apply(_:)``).
-    public mutating func nextStamp() -> (Stamp, VersionVector) {
-        lamport = min(lamport.addingSaturating(1), Limits.counter.upperBound)
-        let stamp = Stamp(lamport: lamport, origin: me, incarnation: incarnation)
-        let version = state.version.merged(with: VersionVector([.init(peer: me, counter: lamport)]))
-        return (stamp, version)
-    }
-
-    /// Applies a record this peer issued and queues it for every peer in `to`.
-    public mutating func issue(_ record: Outgoing, to peers: [PeerID], rtt: (PeerID) -> TimeSpan?, now: LocalTime) {
-        _ = apply(record)
-        var awaiting: [PeerID: (next: LocalTime, attempts: Int)] = [:]
-        for p in peers { awaiting[p] = (now + retransmitDelay(rtt(p), attempts: 0), 1) }
-        if !awaiting.isEmpty { pending[record.stamp] = Pending(record: record, awaiting: awaiting) }
+    /// Issues an operation (see ``OperationLog/issue(item:command:reason:basis:at:originAt:basisBound:result:stampTime:)``)
+    /// and queues what it sends for every peer in `peers`.
+    public mutating func issue(
+        item: ItemID?, command: OperationCommand, reason: CommandReason?, basis: PeerID, at: PeerTime, originAt: PeerTime, basisBound: TimeSpan,
+        result: Timeline<PeerTime>?, stampTime: Int64, to peers: [PeerID], rtt: (PeerID) -> TimeSpan?, now: LocalTime
+    ) -> [GroupOperation] {
+        let ops = log.issue(
+            item: item, command: command, reason: reason, basis: basis, at: at, originAt: originAt, basisBound: basisBound, result: result,
+            stampTime: stampTime)
+        for op in ops {
+            var awaiting: [PeerID: (next: LocalTime, attempts: Int)] = [:]
+            for p in peers { awaiting[p] = (now + retransmitDelay(rtt(p), attempts: 0), 1) }
+            if !awaiting.isEmpty { pending[op.id] = Pending(operation: op, awaiting: awaiting) }
+        }
+        return ops
     }
 
     // MARK: - Receiving
 
-    /// Merges a record from a peer; raises the Lamport clock past it. A record whose counter is far
-    /// ahead of everything seen is refused (review finding H2: one such record would make every
-    /// later command lose the merge).
-    @discardableResult
-    public mutating func apply(_ record: Outgoing) -> ApplyOutcome {
-        guard record.stamp.lamport <= lamport.addingSaturating(Limits.lamportJump) else { return .lamportTooFarAhead }
-        lamport = max(lamport, record.stamp.lamport)
-        let outcome: GroupState.MergeOutcome
-        switch record {
-        case .item(let r): outcome = state.merge(r)
-        case .current(let r): outcome = state.merge(r)
-        }
-        switch outcome {
-        case .applied: return .applied
-        case .duplicate: return .duplicate
-        case .superseded: return .superseded
-        }
+    /// An operation from a peer (see ``OperationLog/receive(_:stampLimit:)``).
+    public mutating func receive(_ op: GroupOperation, stampLimit: Int64) -> OperationLog.Outcome {
+        log.receive(op, stampLimit: stampLimit)
     }
 
-    /// `peer` has the record stamped `stamp`.
-    public mutating func acknowledged(_ stamp: Stamp, by peer: PeerID) {
-        guard var p = pending[stamp] else { return }
+    public mutating func importRecord(_ record: ItemRecord) { log.importRecord(record) }
+    public mutating func importRecord(_ record: CurrentRecord) { log.importRecord(record) }
+    public mutating func importFolded(_ entries: [VersionVector.Entry]) { log.importFolded(entries) }
+    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID) { log.onDigest(vector, from: replica) }
+    public mutating func setMembers(_ replicas: Set<ReplicaID>) { log.setMembers(replicas) }
+
+    /// `peer` has operation `id`.
+    public mutating func acknowledged(_ id: OperationID, by peer: PeerID) {
+        guard var p = pending[id] else { return }
         p.awaiting[peer] = nil
-        pending[stamp] = p.awaiting.isEmpty ? nil : p
+        pending[id] = p.awaiting.isEmpty ? nil : p
     }
 
     /// `peer` is gone: stop retransmitting to it (anti-entropy catches it up when it is back).
     public mutating func forget(_ peer: PeerID) {
-        for stamp in Array(pending.keys) {
-            pending[stamp]?.awaiting[peer] = nil
-            if pending[stamp]?.awaiting.isEmpty == true { pending[stamp] = nil }
+        for id in Array(pending.keys) {
+            pending[id]?.awaiting[peer] = nil
+            if pending[id]?.awaiting.isEmpty == true { pending[id] = nil }
         }
     }
 
     // MARK: - Time
 
-    /// Records due for retransmission now, to whom; superseded records are dropped.
-    public mutating func retransmissions(now: LocalTime, rtt: (PeerID) -> TimeSpan?) -> [(Outgoing, PeerID)] {
-        var out: [(Outgoing, PeerID)] = []
-        for stamp in Array(pending.keys) {
-            guard var p = pending[stamp] else { continue }
-            if isSuperseded(p.record) {
-                pending[stamp] = nil
-                continue
-            }
-            for (peer, entry) in p.awaiting where entry.next <= now {
+    /// Operations due for retransmission now, to whom.
+    public mutating func retransmissions(now: LocalTime, rtt: (PeerID) -> TimeSpan?) -> [(GroupOperation, PeerID)] {
+        var out: [(GroupOperation, PeerID)] = []
+        for id in pending.keys.sorted() {
+            guard var p = pending[id] else { continue }
+            for (peer, entry) in p.awaiting.sorted(by: { $0.key < $1.key }) where entry.next <= now {
                 if entry.attempts >= configuration.maxAttempts {
                     p.awaiting[peer] = nil
                     continue
                 }
-                out.append((p.record, peer))
+                out.append((p.operation, peer))
                 p.awaiting[peer] = (now + retransmitDelay(rtt(peer), attempts: entry.attempts), entry.attempts + 1)
             }
-            pending[stamp] = p.awaiting.isEmpty ? nil : p
+            pending[id] = p.awaiting.isEmpty ? nil : p
         }
         return out
     }
@@ -166,22 +131,38 @@ public struct Replica: Sendable {
 
     /// The local clock stepped: every retransmission and the anti-entropy round are due now.
     public mutating func rebase(now: LocalTime) {
-        for (stamp, p) in pending {
+        for (id, p) in pending {
             var p = p
             for (peer, entry) in p.awaiting { p.awaiting[peer] = (now, entry.attempts) }
-            pending[stamp] = p
+            pending[id] = p
         }
         nextAntiEntropy = now
     }
 
-    /// Records awaiting acknowledgement (for status).
+    /// Operations awaiting acknowledgement (for status).
     public var pendingCount: Int { pending.count }
 
-    private func isSuperseded(_ record: Outgoing) -> Bool {
-        switch record {
-        case .item(let r): return state.items[r.item].map { $0.stamp > r.stamp } ?? true
-        case .current(let r): return state.current.map { $0.stamp > r.stamp } ?? false
+    // MARK: - Digests
+
+    /// This replica's digest: its vector (members' replicas first, then the others most
+    /// recently active, at most ``GroupDigest/maxEntries``) and its state's fingerprint. An entry
+    /// left out only makes a peer send operations again, which are then duplicates.
+    public var digest: GroupDigest {
+        let members = log.members
+        let entries = log.applied.entries.sorted { a, b in
+            let (am, bm) = (members.contains(a.replica), members.contains(b.replica))
+            return am != bm ? am : a.counter > b.counter
         }
+        let kept = entries.prefix(GroupDigest.maxEntries).map { GroupDigest.Entry(replicaHash: $0.replica.wireHash, counter: $0.counter) }
+        return GroupDigest(entries: kept.sorted { $0.replicaHash < $1.replicaHash }, fingerprint: log.state.fingerprint)
+    }
+
+    /// Replicas this one knows by their wire hash.
+    public var knownReplicas: [UInt64: ReplicaID] {
+        var out: [UInt64: ReplicaID] = [:]
+        for e in log.applied.entries { out[e.replica.wireHash] = e.replica }
+        for r in log.members { out[r.wireHash] = r }
+        return out
     }
 
     private func retransmitDelay(_ rtt: TimeSpan?, attempts: Int) -> TimeSpan {

@@ -1,23 +1,33 @@
-/// The position of a command in the group's single, deterministic order.
+/// An operation's place in the group's one order: a hybrid logical clock time, then the origin's
+/// peer id, incarnation and operation number.
 ///
-/// A Lamport counter is raised past every stamp a peer has seen, so a command issued after
-/// seeing another one always has a larger counter: causally later commands win. Commands issued
-/// concurrently are ordered by counter, then by origin peer id, then by the origin's incarnation;
-/// every peer computes the same order from the same stamps, with no clock and no leader involved.
+/// `time` is the most advanced device clock of the group as the origin read it when it issued
+/// the operation (see ``GroupClock``), raised above every stamp the origin had seen. So:
+/// - an operation issued after seeing another has a larger time: causally later wins;
+/// - concurrent operations are ordered by when they were issued, to within the clocks' error;
+/// - ties (same nanosecond) go to the larger peer id, then incarnation, then number.
+/// Every replica orders the same stamps the same way, with no leader.
 public struct Stamp: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
-    public var lamport: UInt64
+    /// Nanoseconds on the group's time scale (hybrid logical clock).
+    public var time: Int64
     public var origin: PeerID
     public var incarnation: UInt64
+    /// The operation's number at its replica.
+    public var seq: UInt64
 
-    public init(lamport: UInt64, origin: PeerID, incarnation: UInt64) {
-        self.lamport = lamport
+    public init(time: Int64, origin: PeerID, incarnation: UInt64, seq: UInt64) {
+        self.time = time
         self.origin = origin
         self.incarnation = incarnation
+        self.seq = seq
     }
+
+    public var replica: ReplicaID { ReplicaID(peer: origin, incarnation: incarnation) }
+    public var id: OperationID { OperationID(replica: replica, seq: seq) }
 
     public static func < (a: Stamp, b: Stamp) -> Bool {
-        (a.lamport, a.origin, a.incarnation) < (b.lamport, b.origin, b.incarnation)
+        (a.time, a.origin, a.incarnation, a.seq) < (b.time, b.origin, b.incarnation, b.seq)
     }
 
-    public var description: String { "\(lamport)@\(origin.short)" }
+    public var description: String { "\(seq)@\(origin.short)" }
 }

@@ -18,15 +18,24 @@ public enum PeerMessage: Equatable, Sendable {
     case hello(name: String, wantsReply: Bool)
     /// The sender is shutting down.
     case goodbye
-    /// A timeline record; `relay` re-expresses its anchor on the sender's clock when the sender
-    /// is not the record's origin. `wantsAck` asks for an ``ack(stamp:)``.
-    case itemRecord(ItemRecord, relay: RelayAnchor?, wantsAck: Bool)
-    /// The group's current item.
-    case currentRecord(CurrentRecord, wantsAck: Bool)
-    /// The record with this stamp arrived.
-    case ack(stamp: Stamp)
-    /// Anti-entropy: what the sender holds. `wantsReply` asks the receiver for its digest back.
-    case digest(GroupDigest, participants: [ParticipantDigest], wantsReply: Bool)
+    /// An operation of the group's history. `wantsAck` asks for an ``ack(_:)``.
+    case operation(GroupOperation, wantsAck: Bool)
+    /// An item register of the sender's group state, for a replica whose state differs and that
+    /// lacks operations the sender has folded (a device that joined later).
+    case itemRegister(ItemRecord)
+    /// The sender's current-item register, likewise.
+    case currentRegister(CurrentRecord)
+    /// Which operations the registers sent with it include (part of the sender's checkpoint
+    /// vector: at most ``maxCheckpointEntries`` per message, more in several).
+    case checkpointVector([VersionVector.Entry])
+    /// The operation with this id arrived.
+    case ack(OperationID)
+    /// Anti-entropy: which operations the sender has, and a fingerprint of its state.
+    /// `wantsReply` asks the receiver for its digest back.
+    case digest(GroupDigest, wantsReply: Bool)
+    /// Anti-entropy of participant records: the ones the sender holds (at most
+    /// ``maxParticipantDigests`` per message; more go in several).
+    case participantDigest([ParticipantDigest], wantsReply: Bool)
     /// A peer's players.
     case participant(ParticipantRecord)
     /// The sender's clock estimates of its peers, for the mesh's closure checks.
@@ -37,7 +46,7 @@ public enum PeerMessage: Equatable, Sendable {
     case keyAck(epoch: UInt32)
 
     public static let maxNameBytes = 64
-    public static let maxDigestItems = GroupState.maxItems
-    public static let maxParticipantDigests = 64
+    public static let maxParticipantDigests = 40
+    public static let maxCheckpointEntries = 40
     public static let maxReportEntries = 12
 }

@@ -96,18 +96,22 @@ public struct Node: Sendable {
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
         case .goodbye:
             out += route(membership.onGoodbye(sender, now: now), now: now)
-        case .itemRecord(let record, let relay, let wantsAck):
-            out += run(group.onItemRecord(record, relay: relay, wantsAck: wantsAck, from: sender, source: source), from: sender)
-        case .currentRecord(let record, let wantsAck):
-            out += run(group.onCurrentRecord(record, wantsAck: wantsAck, source: source), from: sender)
-        case .ack(let stamp):
-            group.onAck(stamp, from: sender)
-        case .digest(let digest, let participants, let wantsReply):
+        case .operation(let op, let wantsAck):
+            feedGroupClock(now: now)
+            out += run(group.onOperation(op, wantsAck: wantsAck, from: sender, source: source, now: now), from: sender)
+        case .itemRegister(let record):
+            out += run(group.onRegister(record), from: sender)
+        case .currentRegister(let record):
+            out += run(group.onRegister(record), from: sender)
+        case .checkpointVector(let entries):
+            out += run(group.onCheckpointVector(entries), from: sender)
+        case .ack(let id):
+            group.onAck(id, from: sender)
+        case .digest(let digest, let wantsReply):
+            out += run(group.onDigest(digest, wantsReply: wantsReply, from: ReplicaID(peer: sender, incarnation: incarnation), source: source), from: sender)
+        case .participantDigest(let participants, let wantsReply):
             let membership = membership
-            out += run(
-                group.onDigest(
-                    digest, participants: participants, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable,
-                    now: now, timelines: timelines), from: sender)
+            out += run(group.onParticipantDigest(participants, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable), from: sender)
         case .participant(let record):
             let membership = membership
             out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
@@ -152,7 +156,7 @@ public struct Node: Sendable {
         out += run(clocks.onTick(now: now, routes: membership.routes))
         let peers = membership.reachable
         let rtts = roundTrips(now: now)
-        out += run(group.onTick(now: now, peers: peers, rtt: { rtts[$0] }, timelines: timelines), from: nil)
+        out += run(group.onTick(now: now, peers: peers, rtt: { rtts[$0] }), from: nil)
         return settle(out, now: now, always: true)
     }
 
@@ -261,7 +265,7 @@ public struct Node: Sendable {
 
     /// The group's timelines on this node's clock.
     public var timelines: LocalTimelines {
-        LocalTimelines(me: identity.peer, clocks: clocks, relays: group.relays)
+        LocalTimelines(me: identity.peer, clocks: clocks)
     }
 
     /// How far ahead a command for `item` is anchored now.
@@ -274,6 +278,7 @@ public struct Node: Sendable {
     /// Membership events: the other instances learn of peers coming, going and restarting.
     private mutating func route(_ events: [Membership.Event], now: LocalTime) -> [NodeDirective] {
         var out: [NodeDirective] = []
+        if !events.isEmpty { syncMembers() }
         for event in events {
             out.append(.membership(event))
             switch event {
@@ -286,13 +291,24 @@ public struct Node: Sendable {
                 group.onPeerGone(peer)
                 clocks.onPeerRestarted(peer, now: now)
             case .forgotten(let peer):
-                group.onPeerGone(peer)
+                group.onPeerForgotten(peer)
                 clocks.onPeerForgotten(peer)
             case .stateChanged, .renamed, .refused:
                 break
             }
         }
         return out
+    }
+
+    /// The group's members for replication: every known peer's current incarnation (a peer
+    /// stays one while lost, until membership forgets it).
+    private mutating func syncMembers() {
+        group.onMembers(Set(membership.peers.values.compactMap { p in p.incarnation.map { ReplicaID(peer: p.id, incarnation: $0) } }))
+    }
+
+    /// The group clock reads the latest estimate of every known peer's clock.
+    private mutating func feedGroupClock(now: LocalTime) {
+        group.onClockEstimates(membership.peers.keys.sorted().compactMap { peer in clocks.resolved(peer, at: now).map { (peer, $0.estimate) } })
     }
 
     /// Introductions due: our hello, asking for theirs.
@@ -315,18 +331,30 @@ public struct Node: Sendable {
     }
 
     private func run(_ directives: [Dissemination.Directive], from sender: PeerID?) -> [NodeDirective] {
-        directives.compactMap { d in
+        directives.flatMap { d -> [NodeDirective] in
             switch d {
-            case .send(let message, let peer): return membership.endpoint(of: peer).map { .send(message, to: $0) }
-            case .reply(let message, let endpoint): return .send(message, to: endpoint)
-            case .changed(let change): return .groupChanged(change)
-            case .participantsChanged: return .participantsChanged
-            case .refused(let refusal):
-                guard let sender else { return nil }
-                switch refusal {
-                case .lamportTooFarAhead: return .dropped(.lamportTooFarAhead, from: sender)
-                case .speaksForUs: return .dropped(.speaksForUs, from: sender)
-                }
+            case .changed(let change):
+                let told = change.concurrent.map { coordinator.onConcurrentCommands($0) } ?? []
+                return [.groupChanged(change)] + told.compactMap { if case .tell(let id, let i) = $0 { .tellPlayer(id, i) } else { nil } }
+            default:
+                return runOne(d, from: sender).map { [$0] } ?? []
+            }
+        }
+    }
+
+    private func runOne(_ d: Dissemination.Directive, from sender: PeerID?) -> NodeDirective? {
+        switch d {
+        case .send(let message, let peer): return membership.endpoint(of: peer).map { .send(message, to: $0) }
+        case .reply(let message, let endpoint): return .send(message, to: endpoint)
+        case .changed(let change): return .groupChanged(change)
+        case .participantsChanged: return .participantsChanged
+        case .refused(let refusal):
+            guard let sender else { return nil }
+            switch refusal {
+            case .operation(.stampTooFarAhead): return .dropped(.stampTooFarAhead, from: sender)
+            case .operation(.invalidHeads): return .dropped(.invalidHeads, from: sender)
+            case .operation(.retired): return .dropped(.retiredReplica, from: sender)
+            case .speaksForUs: return .dropped(.speaksForUs, from: sender)
             }
         }
     }
@@ -343,7 +371,8 @@ public struct Node: Sendable {
                 out += run(group.onLocalPlayers(players, peers: membership.reachable), from: nil)
             case .propose(let proposal):
                 let rtts = roundTrips(now: now)
-                out += run(group.onProposal(proposal, now: now, peers: membership.reachable, rtt: { rtts[$0] }, timelines: timelines), from: nil)
+                feedGroupClock(now: now)
+                out += run(group.onProposal(proposal, now: now, peers: membership.reachable, rtt: { rtts[$0] }), from: nil)
             }
         }
         return out

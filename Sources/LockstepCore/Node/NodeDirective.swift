@@ -10,7 +10,7 @@ public enum NodeDirective: Sendable, Equatable {
     case sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint)
     /// A membership change, for logs and watchers.
     case membership(Membership.Event)
-    /// The group state changed: a record was applied (from this peer or another).
+    /// The group state changed: an operation was applied (from this peer or another).
     case groupChanged(GroupChange)
     /// A peer's players changed.
     case participantsChanged
@@ -24,8 +24,12 @@ public enum NodeDirective: Sendable, Equatable {
 
 /// Why the protocol logic refused an authenticated message (the shell counts each as `dropped_<reason>`).
 public enum DropReason: String, Sendable, Equatable {
-    /// A record's Lamport counter was far ahead of everything seen (review finding H2).
-    case lamportTooFarAhead = "lamport_too_far_ahead"
+    /// An operation stamped far ahead of every known clock (review finding H2's heir).
+    case stampTooFarAhead = "stamp_too_far_ahead"
+    /// An operation naming impossible heads.
+    case invalidHeads = "invalid_heads"
+    /// A stale operation of a replica that is no longer a member.
+    case retiredReplica = "retired_replica"
     /// A participant record about this node, newer than its own.
     case speaksForUs = "speaks_for_us"
     /// A clock reply echoing a `t1` this node did not send for its exchange (replayed or forged).

@@ -12,15 +12,19 @@ public enum Limits {
     public static let positionNs: ClosedRange<Int64> = 0...MediaPosition.max.ns
     /// A playback rate.
     public static let rate: ClosedRange<Double> = 0.0625...16
-    /// A relay's error bound on the anchor it converted: at most 10 s.
+    /// An error bound on a converted anchor (an operation's basis bound, a register's
+    /// alternate anchor): at most 10 s.
     public static let relayBoundNs: ClosedRange<Int64> = 0...(10 * 1_000_000_000)
-    /// A counter that only grows (Lamport counters, version counters, participant versions) and an
+    /// A counter that only grows (operation numbers, participant versions) and an
     /// agent's incarnation: at most 2⁶², far from `UInt64.max` however long a group lives
     /// (2⁶² commands at a thousand a second take 146 million years).
     public static let counter: ClosedRange<UInt64> = 0...(1 << 62)
-    /// How far a record's Lamport counter may be ahead of everything this replica has seen: more
-    /// is a poisoned record (it would pin the group state), not a busy group.
-    public static let lamportJump: UInt64 = 1 << 32
+    /// How far an operation's stamp may be ahead of the most advanced clock this replica knows:
+    /// more is a poisoned stamp (every later one would follow it), or a clock not measured yet
+    /// (anti-entropy offers the operation again once it is).
+    public static let stampLeadNs: Int64 = 10 * 1_000_000_000
+    /// How many heads an operation may name (see ``GroupOperation/maxHeads``).
+    public static let heads = 40
     /// A clock report's offset magnitude, ns.
     public static let reportOffsetNs: Double = 0x1p62
     /// A clock report's error bounds: at most 1,000 s (a bound that wide says "unknown").

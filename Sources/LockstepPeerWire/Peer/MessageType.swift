@@ -8,11 +8,14 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case hello = 0x03
     case goodbye = 0x04
     case clockFollowUp = 0x05
-    case itemRecord = 0x10
-    case currentRecord = 0x11
+    case operation = 0x10
+    case itemRegister = 0x11
     case ack = 0x12
     case digest = 0x13
     case participant = 0x14
+    case currentRegister = 0x15
+    case participantDigest = 0x16
+    case checkpointVector = 0x17
     case clockReport = 0x20
     case keyUpdate = 0x30
     case keyAck = 0x31
@@ -25,10 +28,13 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockFollowUp: self = .clockFollowUp
         case .hello: self = .hello
         case .goodbye: self = .goodbye
-        case .itemRecord: self = .itemRecord
-        case .currentRecord: self = .currentRecord
+        case .operation: self = .operation
+        case .itemRegister: self = .itemRegister
+        case .currentRegister: self = .currentRegister
         case .ack: self = .ack
         case .digest: self = .digest
+        case .participantDigest: self = .participantDigest
+        case .checkpointVector: self = .checkpointVector
         case .participant: self = .participant
         case .clockReport: self = .clockReport
         case .keyUpdate: self = .keyUpdate
@@ -44,10 +50,13 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockFollowUp: "clock_follow_up"
         case .hello: "hello"
         case .goodbye: "goodbye"
-        case .itemRecord: "item_record"
-        case .currentRecord: "current_record"
+        case .operation: "operation"
+        case .itemRegister: "item_register"
+        case .currentRegister: "current_register"
         case .ack: "ack"
         case .digest: "digest"
+        case .participantDigest: "participant_digest"
+        case .checkpointVector: "checkpoint_vector"
         case .participant: "participant"
         case .clockReport: "clock_report"
         case .keyUpdate: "key_update"

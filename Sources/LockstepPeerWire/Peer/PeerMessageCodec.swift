@@ -25,33 +25,40 @@ extension PeerMessage {
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
         case .goodbye:
             break
-        case .itemRecord(let r, let relay, let wantsAck):
-            w.u8((wantsAck ? 1 : 0) | (relay != nil ? 2 : 0))
+        case .operation(let op, let wantsAck):
+            w.u8(wantsAck ? 1 : 0)
+            Self.write(op, into: &w)
+        case .itemRegister(let r):
             Self.write(r, into: &w)
-            if let relay {
-                w.i64(relay.anchorTime.ns)
-                w.i64(relay.errorBound.ns)
-            }
-        case .currentRecord(let r, let wantsAck):
-            w.u8((wantsAck ? 1 : 0) | (r.item != nil ? 2 : 0))
+        case .currentRegister(let r):
+            w.u8(r.item != nil ? 1 : 0)
             if let item = r.item { w.string(item.value) }
             Self.write(r.metadata, into: &w)
             Self.write(r.stamp, into: &w)
-            Self.write(r.version, into: &w)
-        case .ack(let stamp):
-            Self.write(stamp, into: &w)
-        case .digest(let d, let participants, let wantsReply):
-            w.u8((wantsReply ? 1 : 0) | (d.current != nil ? 2 : 0))
-            if let c = d.current { Self.write(c, into: &w) }
-            let items = d.items.prefix(PeerMessage.maxDigestItems)
-            w.u8(UInt8(items.count))
-            for e in items {
-                w.u64(e.itemHash)
-                Self.write(e.stamp, into: &w)
+        case .checkpointVector(let entries):
+            let kept = entries.prefix(PeerMessage.maxCheckpointEntries)
+            w.u8(UInt8(kept.count))
+            for e in kept {
+                w.raw(e.replica.peer.bytes)
+                w.u64(e.replica.incarnation)
+                w.u64(e.counter)
             }
-            let ps = participants.prefix(PeerMessage.maxParticipantDigests)
-            w.u8(UInt8(ps.count))
-            for p in ps {
+        case .ack(let id):
+            Self.write(id, into: &w)
+        case .digest(let d, let wantsReply):
+            w.u8(wantsReply ? 1 : 0)
+            w.u64(d.fingerprint)
+            let entries = d.entries.prefix(GroupDigest.maxEntries)
+            w.u8(UInt8(entries.count))
+            for e in entries {
+                w.u64(e.replicaHash)
+                w.u64(e.counter)
+            }
+        case .participantDigest(let ps, let wantsReply):
+            w.u8(wantsReply ? 1 : 0)
+            let kept = ps.prefix(PeerMessage.maxParticipantDigests)
+            w.u8(UInt8(kept.count))
+            for p in kept {
                 w.raw(p.peer.bytes)
                 w.u64(p.incarnation)
                 w.u64(p.version)
@@ -90,17 +97,61 @@ extension PeerMessage {
     }
 
     static func write(_ s: Stamp, into w: inout ByteWriter) {
-        w.u64(s.lamport)
+        w.i64(s.time)
         w.raw(s.origin.bytes)
         w.u64(s.incarnation)
+        w.u64(s.seq)
     }
 
-    static func write(_ v: VersionVector, into w: inout ByteWriter) {
-        w.u8(UInt8(v.entries.count))
-        for e in v.entries {
-            w.raw(e.peer.bytes)
-            w.u64(e.counter)
+    static func write(_ id: OperationID, into w: inout ByteWriter) {
+        w.raw(id.replica.peer.bytes)
+        w.u64(id.replica.incarnation)
+        w.u64(id.seq)
+    }
+
+    static func write<I: ClockInstant>(_ t: Timeline<I>, into w: inout ByteWriter) {
+        w.u8(t.phase.rawValue)
+        w.i64(t.anchorTime.ns)
+        w.i64(t.position.ns)
+        w.f64(t.rate)
+    }
+
+    static func write(_ op: GroupOperation, into w: inout ByteWriter) {
+        write(op.stamp, into: &w)
+        let heads = op.heads.prefix(GroupOperation.maxHeads)
+        w.u8(UInt8(heads.count))
+        for h in heads { write(h, into: &w) }
+        let flags: UInt8 = (op.item != nil ? 1 : 0) | (op.result != nil ? 2 : 0)
+        w.u8(flags)
+        if let item = op.item { w.string(item.value) }
+        switch op.command {
+        case .load(let m):
+            w.u8(OperationCode.load.rawValue)
+            write(m, into: &w)
+        case .play(let rate, let waits):
+            w.u8(OperationCode.play.rawValue)
+            w.u8((rate != nil ? 1 : 0) | (waits ? 2 : 0))
+            if let rate { w.f64(rate) }
+        case .pause: w.u8(OperationCode.pause.rawValue)
+        case .seek(let p):
+            w.u8(OperationCode.seek.rawValue)
+            w.i64(p.ns)
+        case .rate(let r):
+            w.u8(OperationCode.rate.rawValue)
+            w.f64(r)
+        case .hold(let reason):
+            w.u8(OperationCode.hold.rawValue)
+            w.string(reason.text)
+        case .start: w.u8(OperationCode.start.rawValue)
+        case .stop: w.u8(OperationCode.stop.rawValue)
+        case .join: w.u8(OperationCode.join.rawValue)
         }
+        w.string(op.reason?.text ?? "")
+        w.raw(op.basis.bytes)
+        w.i64(op.at.ns)
+        w.i64(op.originAt.ns)
+        w.i64(op.basisBound.ns)
+        if let r = op.result { write(r, into: &w) }
     }
 
     static func write(_ m: ItemMetadata, into w: inout ByteWriter) {
@@ -112,16 +163,19 @@ extension PeerMessage {
     }
 
     static func write(_ r: ItemRecord, into w: inout ByteWriter) {
+        w.u8(r.alternate != nil ? 1 : 0)
         w.string(r.item.value)
         write(r.metadata, into: &w)
-        w.u8(r.timeline.phase.rawValue)
-        w.i64(r.timeline.anchorTime.ns)
-        w.i64(r.timeline.position.ns)
-        w.f64(r.timeline.rate)
+        write(r.timeline, into: &w)
+        w.raw(r.clock.bytes)
+        if let a = r.alternate {
+            w.raw(a.via.bytes)
+            w.i64(a.anchorTime.ns)
+            w.i64(a.bound.ns)
+        }
         w.u8(r.action.rawValue)
         w.string(r.reason?.text ?? "")
         write(r.stamp, into: &w)
-        write(r.version, into: &w)
     }
 
     static func write(_ s: PlayerStatus, into w: inout ByteWriter) {
@@ -160,40 +214,52 @@ extension PeerMessage {
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
         case .goodbye:
             message = .goodbye
-        case .itemRecord:
-            let flags = try readFlags(&r, allowed: 3)
-            let record = try readItemRecord(&r)
-            var relay: RelayAnchor?
-            if flags & 2 != 0 {
-                relay = RelayAnchor(
-                    anchorTime: PeerTime(ns: try r.i64("relay.anchor_time", within: Limits.instantNs)),
-                    errorBound: .nanoseconds(try r.i64("relay.error_bound", within: Limits.relayBoundNs)))
-            }
-            message = .itemRecord(record, relay: relay, wantsAck: flags & 1 != 0)
-        case .currentRecord:
-            let flags = try readFlags(&r, allowed: 3)
-            var item: ItemID?
-            if flags & 2 != 0 { item = try readItem(&r) }
+        case .operation:
+            let flags = try readFlags(&r, allowed: 1)
+            message = .operation(try readOperation(&r), wantsAck: flags & 1 != 0)
+        case .itemRegister:
+            message = .itemRegister(try readItemRecord(&r))
+        case .currentRegister:
+            let flags = try readFlags(&r, allowed: 1)
+            let item = flags & 1 != 0 ? try readItem(&r) : nil
             let metadata = try readMetadata(&r)
-            let stamp = try readStamp(&r)
-            let version = try readVersion(&r)
-            message = .currentRecord(CurrentRecord(item: item, metadata: metadata, stamp: stamp, version: version), wantsAck: flags & 1 != 0)
+            message = .currentRegister(CurrentRecord(item: item, metadata: metadata, stamp: try readStamp(&r)))
+        case .checkpointVector:
+            let n = Int(try r.u8("entries.count"))
+            guard n <= maxCheckpointEntries else { throw .tooLong(field: "entries", limit: maxCheckpointEntries) }
+            var entries: [VersionVector.Entry] = []
+            for _ in 0..<n {
+                let id = try readOperationID(&r, "entry")
+                // Canonical form only: sorted by replica, unique.
+                guard entries.last.map({ $0.replica < id.replica }) ?? true else { throw .invalid(field: "entries") }
+                entries.append(.init(replica: id.replica, counter: id.seq))
+            }
+            message = .checkpointVector(entries)
         case .ack:
-            message = .ack(stamp: try readStamp(&r))
+            message = .ack(try readOperationID(&r, "ack"))
         case .digest:
-            let flags = try readFlags(&r, allowed: 3)
-            let current = flags & 2 != 0 ? try readStamp(&r) : nil
-            let n = Int(try r.u8("items.count"))
-            guard n <= maxDigestItems else { throw .tooLong(field: "items", limit: maxDigestItems) }
-            var items: [GroupDigest.Entry] = []
-            for _ in 0..<n { items.append(.init(itemHash: try r.u64("item_hash"), stamp: try readStamp(&r))) }
+            let flags = try readFlags(&r, allowed: 1)
+            let fingerprint = try r.u64("fingerprint")
+            let n = Int(try r.u8("entries.count"))
+            guard n <= GroupDigest.maxEntries else { throw .tooLong(field: "entries", limit: GroupDigest.maxEntries) }
+            var entries: [GroupDigest.Entry] = []
+            for _ in 0..<n {
+                let hash = try r.u64("entry.replica")
+                let counter = try r.u64("entry.counter", within: Limits.counter)
+                // Canonical form only: sorted, unique, non-zero.
+                guard counter > 0, entries.last.map({ $0.replicaHash < hash }) ?? true else { throw .invalid(field: "entries") }
+                entries.append(.init(replicaHash: hash, counter: counter))
+            }
+            message = .digest(GroupDigest(entries: entries, fingerprint: fingerprint), wantsReply: flags & 1 != 0)
+        case .participantDigest:
+            let flags = try readFlags(&r, allowed: 1)
             let m = Int(try r.u8("participants.count"))
             guard m <= maxParticipantDigests else { throw .tooLong(field: "participants", limit: maxParticipantDigests) }
             var ps: [ParticipantDigest] = []
             for _ in 0..<m {
                 ps.append(ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation", within: Limits.counter), version: try r.u64("participant.version", within: Limits.counter)))
             }
-            message = .digest(GroupDigest(current: current, items: items), participants: ps, wantsReply: flags & 1 != 0)
+            message = .participantDigest(ps, wantsReply: flags & 1 != 0)
         case .participant:
             let peer = try readPeer(&r, "peer")
             let incarnation = try r.u64("incarnation", within: Limits.counter)
@@ -248,23 +314,72 @@ extension PeerMessage {
     }
 
     static func readStamp(_ r: inout ByteReader) throws(DecodeError) -> Stamp {
-        Stamp(lamport: try r.u64("stamp.lamport", within: Limits.counter), origin: try readPeer(&r, "stamp.origin"), incarnation: try r.u64("stamp.incarnation", within: Limits.counter))
+        let time = try r.i64("stamp.time", within: Limits.instantNs)
+        let origin = try readPeer(&r, "stamp.origin")
+        let incarnation = try r.u64("stamp.incarnation", within: Limits.counter)
+        let seq = try r.u64("stamp.seq", within: 1...Limits.counter.upperBound)
+        return Stamp(time: time, origin: origin, incarnation: incarnation, seq: seq)
     }
 
-    static func readVersion(_ r: inout ByteReader) throws(DecodeError) -> VersionVector {
-        let n = Int(try r.u8("version.count"))
-        guard n <= VersionVector.maxEntries else { throw .tooLong(field: "version", limit: VersionVector.maxEntries) }
-        var entries: [VersionVector.Entry] = []
-        var previous: PeerID?
-        for _ in 0..<n {
-            let peer = try readPeer(&r, "version.peer")
-            let counter = try r.u64("version.counter", within: Limits.counter)
-            // Canonical form only: sorted, unique, non-zero. Anything else would not round-trip.
-            guard counter > 0, previous.map({ $0 < peer }) ?? true else { throw .invalid(field: "version") }
-            previous = peer
-            entries.append(.init(peer: peer, counter: counter))
+    static func readOperationID(_ r: inout ByteReader, _ field: String) throws(DecodeError) -> OperationID {
+        let peer = try readPeer(&r, field + ".peer")
+        let incarnation = try r.u64(field + ".incarnation", within: Limits.counter)
+        let seq = try r.u64(field + ".seq", within: 1...Limits.counter.upperBound)
+        return OperationID(replica: ReplicaID(peer: peer, incarnation: incarnation), seq: seq)
+    }
+
+    static func readTimeline(_ r: inout ByteReader) throws(DecodeError) -> Timeline<PeerTime> {
+        guard let phase = TimelinePhase(rawValue: try r.u8("timeline.phase")) else { throw .invalid(field: "timeline.phase") }
+        let anchor = try r.i64("timeline.anchor_time", within: Limits.instantNs)
+        let position = try r.i64("timeline.position", within: Limits.positionNs)
+        let rate = try r.f64("timeline.rate", within: Limits.rate)
+        return Timeline(phase: phase, anchorTime: PeerTime(ns: anchor), position: MediaPosition(clamping: position), rate: rate)
+    }
+
+    static func readReason(_ r: inout ByteReader) throws(DecodeError) -> CommandReason? {
+        let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
+        return reason.isEmpty ? nil : CommandReason(text: reason)
+    }
+
+    static func readOperation(_ r: inout ByteReader) throws(DecodeError) -> GroupOperation {
+        let stamp = try readStamp(&r)
+        let n = Int(try r.u8("heads.count"))
+        guard n <= GroupOperation.maxHeads else { throw .tooLong(field: "heads", limit: GroupOperation.maxHeads) }
+        var heads: [OperationID] = []
+        for _ in 0..<n { heads.append(try readOperationID(&r, "head")) }
+        let flags = try readFlags(&r, allowed: 3)
+        let item = flags & 1 != 0 ? try readItem(&r) : nil
+        guard let code = OperationCode(rawValue: try r.u8("command")) else { throw .invalid(field: "command") }
+        let command: OperationCommand
+        switch code {
+        case .load: command = .load(try readMetadata(&r))
+        case .play:
+            let f = try r.u8("play.flags")
+            guard f & ~3 == 0 else { throw .invalid(field: "play.flags") }
+            command = .play(rate: f & 1 != 0 ? try r.f64("play.rate", within: Limits.rate) : nil, waits: f & 2 != 0)
+        case .pause: command = .pause
+        case .seek: command = .seek(MediaPosition(clamping: try r.i64("seek.position", within: Limits.positionNs)))
+        case .rate: command = .rate(try r.f64("rate", within: Limits.rate))
+        case .hold: command = .hold(SuspensionReason(text: try r.string("hold.reason", limit: PlayerStatus.maxReasonBytes)))
+        case .start: command = .start
+        case .stop: command = .stop
+        case .join: command = .join
         }
-        return VersionVector(entries)
+        // Only a load, a stop or a join may come without an item; a join never has one.
+        switch command {
+        case .join: guard item == nil, flags & 2 == 0 else { throw .invalid(field: "item") }
+        case .load, .play, .pause, .seek, .rate, .hold, .start: guard item != nil else { throw .invalid(field: "item") }
+        case .stop: break
+        }
+        let reason = try readReason(&r)
+        let basis = try readPeer(&r, "basis")
+        let at = try r.i64("at", within: Limits.instantNs)
+        let originAt = try r.i64("origin_at", within: Limits.instantNs)
+        let bound = try r.i64("basis_bound", within: Limits.relayBoundNs)
+        let result = flags & 2 != 0 ? try readTimeline(&r) : nil
+        return GroupOperation(
+            stamp: stamp, heads: heads, item: item, command: command, reason: reason, basis: basis, at: PeerTime(ns: at),
+            originAt: PeerTime(ns: originAt), basisBound: .nanoseconds(bound), result: result)
     }
 
     static func readItem(_ r: inout ByteReader) throws(DecodeError) -> ItemID {
@@ -283,20 +398,21 @@ extension PeerMessage {
     }
 
     static func readItemRecord(_ r: inout ByteReader) throws(DecodeError) -> ItemRecord {
+        let flags = try readFlags(&r, allowed: 1)
         let item = try readItem(&r)
         let metadata = try readMetadata(&r)
-        guard let phase = TimelinePhase(rawValue: try r.u8("timeline.phase")) else { throw .invalid(field: "timeline.phase") }
-        let anchor = try r.i64("timeline.anchor_time", within: Limits.instantNs)
-        let position = try r.i64("timeline.position", within: Limits.positionNs)
-        let rate = try r.f64("timeline.rate", within: Limits.rate)
+        let timeline = try readTimeline(&r)
+        let clock = try readPeer(&r, "clock")
+        var alternate: RelayedAnchor?
+        if flags & 1 != 0 {
+            alternate = RelayedAnchor(
+                via: try readPeer(&r, "alternate.via"), anchorTime: PeerTime(ns: try r.i64("alternate.anchor_time", within: Limits.instantNs)),
+                bound: .nanoseconds(try r.i64("alternate.bound", within: Limits.relayBoundNs)))
+        }
         guard let action = Action(rawValue: try r.u8("action")) else { throw .invalid(field: "action") }
-        let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
+        let reason = try readReason(&r)
         let stamp = try readStamp(&r)
-        let version = try readVersion(&r)
-        let timeline = Timeline(phase: phase, anchorTime: PeerTime(ns: anchor), position: MediaPosition(clamping: position), rate: rate)
-        return ItemRecord(
-            item: item, metadata: metadata, timeline: timeline, action: action, reason: reason.isEmpty ? nil : CommandReason(text: reason), stamp: stamp,
-            version: version)
+        return ItemRecord(item: item, metadata: metadata, timeline: timeline, clock: clock, alternate: alternate, action: action, reason: reason, stamp: stamp)
     }
 
     static func readPlayer(_ r: inout ByteReader) throws(DecodeError) -> PlayerStatus {

@@ -16,7 +16,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case type, exchange, t1, t2, t3, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
-        case record, relay, stamp, digest, participants, participant, report, epoch, key
+        case operation, record, id, digest, participants, participant, report, epoch, key, entries
     }
 
     public init(from decoder: any Decoder) throws {
@@ -33,14 +33,20 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
             message = .goodbye
-        case "item_record":
-            message = .itemRecord(try c.decode(ItemRecord.self, forKey: .record), relay: try c.decodeIfPresent(RelayAnchor.self, forKey: .relay), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
-        case "current_record":
-            message = .currentRecord(try c.decode(CurrentRecord.self, forKey: .record), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
+        case "operation":
+            message = .operation(try c.decode(GroupOperation.self, forKey: .operation), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
+        case "item_register":
+            message = .itemRegister(try c.decode(ItemRecord.self, forKey: .record))
+        case "current_register":
+            message = .currentRegister(try c.decode(CurrentRecord.self, forKey: .record))
+        case "checkpoint_vector":
+            message = .checkpointVector(try c.decode([VersionVector.Entry].self, forKey: .entries))
         case "ack":
-            message = .ack(stamp: try c.decode(Stamp.self, forKey: .stamp))
+            message = .ack(try c.decode(OperationID.self, forKey: .id))
         case "digest":
-            message = .digest(try c.decode(GroupDigest.self, forKey: .digest), participants: try c.decode([ParticipantDigest].self, forKey: .participants), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
+            message = .digest(try c.decode(GroupDigest.self, forKey: .digest), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
+        case "participant_digest":
+            message = .participantDigest(try c.decode([ParticipantDigest].self, forKey: .participants), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "participant":
             message = .participant(try c.decode(ParticipantRecord.self, forKey: .participant))
         case "clock_report":
@@ -81,17 +87,21 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(wantsReply, forKey: .wantsReply)
         case .goodbye:
             break
-        case .itemRecord(let r, let relay, let wantsAck):
-            try c.encode(r, forKey: .record)
-            try c.encodeIfPresent(relay, forKey: .relay)
+        case .operation(let op, let wantsAck):
+            try c.encode(op, forKey: .operation)
             try c.encode(wantsAck, forKey: .wantsAck)
-        case .currentRecord(let r, let wantsAck):
+        case .itemRegister(let r):
             try c.encode(r, forKey: .record)
-            try c.encode(wantsAck, forKey: .wantsAck)
-        case .ack(let stamp):
-            try c.encode(stamp, forKey: .stamp)
-        case .digest(let d, let participants, let wantsReply):
+        case .currentRegister(let r):
+            try c.encode(r, forKey: .record)
+        case .checkpointVector(let entries):
+            try c.encode(entries, forKey: .entries)
+        case .ack(let id):
+            try c.encode(id, forKey: .id)
+        case .digest(let d, let wantsReply):
             try c.encode(d, forKey: .digest)
+            try c.encode(wantsReply, forKey: .wantsReply)
+        case .participantDigest(let participants, let wantsReply):
             try c.encode(participants, forKey: .participants)
             try c.encode(wantsReply, forKey: .wantsReply)
         case .participant(let p):

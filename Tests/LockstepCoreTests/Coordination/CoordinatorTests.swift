@@ -14,16 +14,16 @@ struct CoordinatorTests {
     static func view(_ records: [ItemRecord] = [], current: ItemID? = nil, participants: [ParticipantRecord] = [], reachable: Set<PeerID> = []) -> GroupView {
         var state = GroupState()
         for r in records { state.merge(r) }
-        if let current { state.merge(CurrentRecord(item: current, stamp: Stamp(lamport: 1, origin: me, incarnation: 1), version: VersionVector())) }
+        if let current { state.merge(CurrentRecord(item: current, stamp: Stamp(time: 1, origin: me, incarnation: 1, seq: 1))) }
         var byPeer: [PeerID: ParticipantRecord] = [:]
         for p in participants { byPeer[p.peer] = p }
-        return GroupView(me: me, state: state, participants: byPeer, reachable: reachable, timelines: LocalTimelines(me: me, clocks: PeerClocks(me: me), relays: [:]))
+        return GroupView(me: me, state: state, participants: byPeer, reachable: reachable, timelines: LocalTimelines(me: me, clocks: PeerClocks(me: me)))
     }
 
-    static func record(_ phase: TimelinePhase, at ns: Int64 = 10_000_000_000, lamport: UInt64 = 5, origin: PeerID = me) -> ItemRecord {
+    static func record(_ phase: TimelinePhase, at ns: Int64 = 10_000_000_000, origin: PeerID = me) -> ItemRecord {
         ItemRecord(
-            item: film, timeline: Timeline(phase: phase, anchorTime: PeerTime(ns: ns), position: .zero, rate: 1), action: .play,
-            stamp: Stamp(lamport: lamport, origin: origin, incarnation: 1), version: VersionVector())
+            item: film, timeline: Timeline(phase: phase, anchorTime: PeerTime(ns: ns), position: .zero, rate: 1), clock: me, action: .play,
+            stamp: Stamp(time: 5, origin: origin, incarnation: 1, seq: 5))
     }
 
     static func player(_ id: UInt32, _ readiness: PlayerStatus.Readiness, peer: PeerID = bob, suspensions: [SuspensionReason] = []) -> ParticipantRecord {
@@ -47,10 +47,7 @@ struct CoordinatorTests {
         var k = Self.coordinator()
         let d = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(title: "Night"), solo: false, view: Self.view(), now: Self.t0)
         #expect(d.first == .reply(.loaded(.proposed, Self.film)))
-        #expect(Self.proposals(d) == [
-            .current(Self.film, ItemMetadata(title: "Night")),
-            .item(Self.film, ItemMetadata(title: "Night"), Timeline(phase: .paused, anchorTime: Self.t0, position: .zero, rate: 1), .load, nil),
-        ])
+        #expect(Self.proposals(d) == [Proposal(item: Self.film, command: .load(ItemMetadata(title: "Night")), at: Self.t0)])
     }
 
     @Test("loading an item the group has a timeline for adopts it; a solo load proposes nothing")
@@ -68,11 +65,13 @@ struct CoordinatorTests {
         let k = Self.coordinator()
         let waiting = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .loading)], reachable: [Self.bob])
         let d = k.onCommand(.play(rate: nil), reason: nil, view: waiting, now: Self.t0)
-        #expect(Self.proposals(d) == [.item(Self.film, ItemMetadata(), Timeline(phase: .waiting, anchorTime: Self.t0, position: .zero, rate: 1), .play, nil)])
+        let wait = Timeline(phase: .waiting, anchorTime: Self.t0, position: .zero, rate: 1)
+        #expect(Self.proposals(d) == [Proposal(item: Self.film, command: .play(rate: nil, waits: true), at: Self.t0, result: wait)])
         let ready = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .ready)], reachable: [Self.bob])
         let lead = k.leadTime(for: Self.film, view: ready, now: Self.t0)
+        let play = Timeline(phase: .playing, anchorTime: Self.t0 + lead, position: .zero, rate: 1)
         #expect(Self.proposals(k.onCommand(.play(rate: nil), reason: nil, view: ready, now: Self.t0)) == [
-            .item(Self.film, ItemMetadata(), Timeline(phase: .playing, anchorTime: Self.t0 + lead, position: .zero, rate: 1), .play, nil),
+            Proposal(item: Self.film, command: .play(rate: nil, waits: false), at: Self.t0 + lead, result: play)
         ])
     }
 
@@ -81,12 +80,12 @@ struct CoordinatorTests {
         var k = Self.coordinator { $0.waitTimeout = .seconds(8) }
         let ready = Self.view([Self.record(.waiting)], participants: [Self.player(2, .ready)], reachable: [Self.bob])
         let d = Self.proposals(k.onGroupChanged(view: ready, now: Self.t0))
-        guard case .item(_, _, let t, .start, .ready)? = d.first else { Issue.record("expected a start (ready), got \(d)"); return }
-        #expect(t.phase == .playing)
+        guard let p = d.first, p.command == .start, p.reason == .ready else { Issue.record("expected a start (ready), got \(d)"); return }
+        #expect(p.result?.phase == .playing)
         let stuck = Self.view([Self.record(.waiting)], participants: [Self.player(2, .loading)], reachable: [Self.bob])
         #expect(Self.proposals(k.onGroupChanged(view: stuck, now: Self.t0 + .seconds(7))).isEmpty)
         #expect(k.nextDeadline(view: stuck, now: Self.t0) == Self.t0 + .seconds(8))
-        guard case .item(_, _, _, .start, .timeout)? = Self.proposals(k.onGroupChanged(view: stuck, now: Self.t0 + .seconds(8))).first else {
+        guard let p = Self.proposals(k.onGroupChanged(view: stuck, now: Self.t0 + .seconds(8))).first, p.command == .start, p.reason == .timeout else {
             Issue.record("expected a start (timeout)")
             return
         }
@@ -119,11 +118,11 @@ struct CoordinatorTests {
         _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: playing, now: Self.t0)
         _ = k.onPlayerReadiness(id: 1, .ready)
         #expect(k.onPlayerBeginSuspension(id: 1, reason: .interstitial).first == .reply(.suspensionBegan(1)))
-        guard case .item(_, _, let hold, .pause, .waiting(.interstitial))? = Self.proposals(k.onGroupChanged(view: playing, now: Self.t0)).first else {
+        guard let p = Self.proposals(k.onGroupChanged(view: playing, now: Self.t0)).first, p.command == .hold(.interstitial), p.reason == .waiting(.interstitial) else {
             Issue.record("expected a hold")
             return
         }
-        #expect(hold.phase == .waiting)
+        #expect(p.result?.phase == .waiting)
     }
 
     @Test("a solo or suspended player's intents are its own business")
@@ -142,8 +141,11 @@ struct CoordinatorTests {
         _ = k.onPlayerBeginSuspension(id: 1, reason: .userChangingTime)
         let d = k.onPlayerEndSuspension(id: 1, suspension: nil, proposedPosition: MediaPosition(clamping: 30_000_000_000), view: view, now: Self.t0)
         #expect(d.first == .reply(.done))
-        guard case .item(_, _, let t, .seek, .suspensionEnded)? = Self.proposals(d).first else { Issue.record("expected a seek"); return }
-        #expect(t.position.ns == 30_000_000_000)
+        guard let p = Self.proposals(d).first, p.command == .seek(MediaPosition(clamping: 30_000_000_000)), p.reason == .suspensionEnded else {
+            Issue.record("expected a seek")
+            return
+        }
+        #expect(p.result?.position.ns == 30_000_000_000)
         #expect(k.onPlayerEndSuspension(id: 1, suspension: nil, proposedPosition: nil, view: view, now: Self.t0) == [.reply(.refused(.notSuspended))])
     }
 

@@ -11,81 +11,129 @@ struct DisseminationTests {
     static let source = Endpoint.v4(a: 10, b: 0, c: 0, d: 2, port: 4000)
     static let film = ItemID("film")!
     static let t0 = LocalTime(ns: 10_000_000_000)
-    static let timelines = LocalTimelines(me: me, clocks: PeerClocks(me: me), relays: [:])
+    static let bobReplica = ReplicaID(peer: bob, incarnation: 1)
 
     static func paused(at ns: Int64 = 0) -> Timeline<LocalTime> {
         Timeline(phase: .paused, anchorTime: LocalTime(ns: ns), position: MediaPosition(clamping: ns), rate: 1)
     }
 
-    static func record(lamport: UInt64, origin: PeerID = bob) -> ItemRecord {
-        ItemRecord(
-            item: film, timeline: Timeline(phase: .paused, anchorTime: PeerTime(ns: 0), position: .zero, rate: 1), action: .pause,
-            stamp: Stamp(lamport: lamport, origin: origin, incarnation: 1), version: VersionVector())
+    /// Bob's operation number `seq` (his earlier ones as its heads).
+    static func op(_ seq: UInt64, _ command: OperationCommand = .pause, time: Int64 = 1_000) -> GroupOperation {
+        GroupOperation(
+            stamp: Stamp(time: time + Int64(seq), origin: bob, incarnation: 1, seq: seq), heads: seq > 1 ? [OperationID(replica: bobReplica, seq: seq - 1)] : [],
+            item: film, command: command, basis: bob, at: PeerTime(ns: time), originAt: PeerTime(ns: time))
     }
 
-    @Test("a proposal is stamped, applied, sent to every peer asking for an ack, and reported as a local change")
+    @Test("a proposal becomes an operation stamped on the group clock, applied, sent to every peer asking for an ack, and reported as a local change")
     func proposal() throws {
         var g = Dissemination(me: Self.me, incarnation: 4)
-        let d = g.onProposal(.item(Self.film, ItemMetadata(), Self.paused(at: 7), .pause, nil), now: Self.t0, peers: [Self.bob, Self.carol], rtt: { _ in nil }, timelines: Self.timelines)
+        g.onMembers([Self.bobReplica, ReplicaID(peer: Self.carol, incarnation: 1)])
+        let d = g.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata(title: "Film")), at: LocalTime(ns: 7)), now: Self.t0, peers: [Self.bob, Self.carol], rtt: { _ in nil })
         let r = try #require(g.state.items[Self.film])
-        #expect(r.stamp == Stamp(lamport: 1, origin: Self.me, incarnation: 4))
-        #expect(r.timeline.anchorTime == PeerTime(ns: 7))
+        #expect(g.state.current?.item == Self.film)
+        #expect(r.stamp == Stamp(time: Self.t0.ns, origin: Self.me, incarnation: 4, seq: 1))
+        #expect(r.clock == Self.me && r.timeline.anchorTime == PeerTime(ns: 7))
+        let op = try #require(g.log.unstable.first)
         #expect(d == [
-            .send(.itemRecord(r, relay: nil, wantsAck: true), to: Self.bob), .send(.itemRecord(r, relay: nil, wantsAck: true), to: Self.carol),
-            .changed(GroupChange(kind: .item(r), local: true)),
+            .send(.operation(op, wantsAck: true), to: Self.bob), .send(.operation(op, wantsAck: true), to: Self.carol),
+            .changed(GroupChange(operation: op, local: true)),
         ])
     }
 
-    @Test("unacknowledged records are sent again after twice the round trip, and no more once acknowledged")
+    @Test("unacknowledged operations are sent again after twice the round trip, and no more once acknowledged")
     func retransmission() throws {
         var g = Dissemination(me: Self.me, incarnation: 4)
-        _ = g.onProposal(.current(Self.film, ItemMetadata()), now: Self.t0, peers: [Self.bob], rtt: { _ in .milliseconds(20) }, timelines: Self.timelines)
-        let current = try #require(g.state.current)
-        #expect(g.onTick(now: Self.t0 + .milliseconds(39), peers: [Self.bob], rtt: { _ in .milliseconds(20) }, timelines: Self.timelines).filter(\.isSend).count == 1)  // (the first anti-entropy round)
-        let again = g.onTick(now: Self.t0 + .milliseconds(40), peers: [Self.bob], rtt: { _ in .milliseconds(20) }, timelines: Self.timelines)
-        #expect(again.contains(.send(.currentRecord(current, wantsAck: true), to: Self.bob)))
-        g.onAck(current.stamp, from: Self.bob)
-        #expect(!g.onTick(now: Self.t0 + .seconds(10), peers: [Self.bob], rtt: { _ in nil }, timelines: Self.timelines).contains(.send(.currentRecord(current, wantsAck: true), to: Self.bob)))
+        g.onMembers([Self.bobReplica])
+        _ = g.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata()), at: Self.t0), now: Self.t0, peers: [Self.bob], rtt: { _ in .milliseconds(20) })
+        let op = try #require(g.log.unstable.first)
+        #expect(g.onTick(now: Self.t0 + .milliseconds(39), peers: [Self.bob], rtt: { _ in .milliseconds(20) }).filter(\.isOperation).isEmpty)
+        let again = g.onTick(now: Self.t0 + .milliseconds(40), peers: [Self.bob], rtt: { _ in .milliseconds(20) })
+        #expect(again.contains(.send(.operation(op, wantsAck: true), to: Self.bob)))
+        g.onAck(op.id, from: Self.bob)
+        #expect(!g.onTick(now: Self.t0 + .seconds(10), peers: [Self.bob], rtt: { _ in nil }).contains(.send(.operation(op, wantsAck: true), to: Self.bob)))
     }
 
-    @Test("a record from a peer is acknowledged and applied; a duplicate only acknowledged")
+    @Test("an operation from a peer is acknowledged and applied; a duplicate only acknowledged; one waiting for an earlier one is not acknowledged")
     func apply() {
         var g = Dissemination(me: Self.me, incarnation: 4)
-        let r = Self.record(lamport: 9)
-        #expect(g.onItemRecord(r, relay: nil, wantsAck: true, from: Self.bob, source: Self.source) == [
-            .reply(.ack(stamp: r.stamp), to: Self.source), .changed(GroupChange(kind: .item(r), local: false)),
+        g.onMembers([Self.bobReplica])
+        let load = Self.op(1, .load(ItemMetadata())), pause = Self.op(2)
+        #expect(g.onOperation(pause, wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0) == [])
+        #expect(g.onOperation(load, wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0) == [
+            .reply(.ack(load.id), to: Self.source), .changed(GroupChange(operation: load, local: false)),
         ])
-        #expect(g.onItemRecord(r, relay: nil, wantsAck: true, from: Self.bob, source: Self.source) == [.reply(.ack(stamp: r.stamp), to: Self.source)])
-        #expect(g.replica.lamport == 9)
+        #expect(g.state.items[Self.film]?.stamp == load.stamp, "the waiting pause applied too (a pause of a paused timeline changes nothing)")
+        #expect(g.onOperation(load, wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0) == [.reply(.ack(load.id), to: Self.source)])
     }
 
-    @Test("a record whose Lamport counter jumps more than 2^32 ahead is refused, not acknowledged, not applied")
-    func lamportJump() {
+    @Test("an operation stamped more than 10 s ahead of every known clock is refused, not acknowledged, not applied")
+    func stampTooFarAhead() {
         var g = Dissemination(me: Self.me, incarnation: 4)
-        let r = Self.record(lamport: Limits.lamportJump + 1)
-        #expect(g.onItemRecord(r, relay: nil, wantsAck: true, from: Self.bob, source: Self.source) == [.refused(.lamportTooFarAhead)])
-        #expect(g.state.items.isEmpty && g.replica.lamport == 0)
+        let op = Self.op(1, .load(ItemMetadata()), time: Self.t0.ns + Limits.stampLeadNs + 1)
+        #expect(g.onOperation(op, wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0) == [.refused(.operation(.stampTooFarAhead))])
+        #expect(g.state.items.isEmpty && g.log.time == .min)
     }
 
-    @Test("a relayed record keeps the relay's anchor for nodes that cannot convert the origin's clock")
-    func relayAnchor() {
-        var g = Dissemination(me: Self.me, incarnation: 4)
-        let r = Self.record(lamport: 2, origin: Self.carol)
-        _ = g.onItemRecord(r, relay: RelayAnchor(anchorTime: PeerTime(ns: 55), errorBound: .microseconds(3)), wantsAck: false, from: Self.bob, source: Self.source)
-        #expect(g.relays[r.stamp] == RelayedAnchor(via: Self.bob, anchorTime: PeerTime(ns: 55), bound: .microseconds(3)))
-    }
-
-    @Test("a digest that lacks records gets them, and our digest back when we lack something of theirs")
+    @Test("a digest that lacks operations gets them, and our digest back when we lack something of theirs")
     func digest() {
         var g = Dissemination(me: Self.me, incarnation: 4)
-        _ = g.onItemRecord(Self.record(lamport: 3), relay: nil, wantsAck: false, from: Self.bob, source: Self.source)
-        let empty = g.onDigest(
-            GroupDigest(current: nil, items: []), participants: [], wantsReply: false, from: Self.carol, source: Self.source, reachable: { _ in true },
-            now: Self.t0, timelines: Self.timelines)
-        #expect(empty.contains(.reply(.itemRecord(Self.record(lamport: 3), relay: nil, wantsAck: false), to: Self.source)))
-        let newer = GroupDigest(current: Stamp(lamport: 8, origin: Self.carol, incarnation: 1), items: [])
-        let answer = g.onDigest(newer, participants: [], wantsReply: false, from: Self.carol, source: Self.source, reachable: { _ in true }, now: Self.t0, timelines: Self.timelines)
+        let carol = ReplicaID(peer: Self.carol, incarnation: 1)
+        g.onMembers([Self.bobReplica, carol])
+        let load = Self.op(1, .load(ItemMetadata()))
+        _ = g.onOperation(load, wantsAck: false, from: Self.bob, source: Self.source, now: Self.t0)
+        let empty = g.onDigest(GroupDigest(entries: [], fingerprint: GroupState().fingerprint), wantsReply: false, from: carol, source: Self.source)
+        #expect(empty.contains(.reply(.operation(load, wantsAck: false), to: Self.source)))
+        let newer = GroupDigest(entries: [.init(replicaHash: carol.wireHash, counter: 3)], fingerprint: 9)
+        let answer = g.onDigest(newer, wantsReply: false, from: carol, source: Self.source)
         #expect(answer.contains { if case .reply(.digest, _) = $0 { true } else { false } })
+    }
+
+    @Test("a replica that lacks operations folded here, and differs, gets the state's registers; registers merge by stamp")
+    func registers() throws {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        _ = g.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata()), at: Self.t0), now: Self.t0, peers: [], rtt: { _ in nil })
+        #expect(g.log.unstable.isEmpty, "alone, its operations fold at once")
+        let newcomer = ReplicaID(peer: Self.carol, incarnation: 1)
+        let answer = g.onDigest(GroupDigest(entries: [], fingerprint: 1), wantsReply: false, from: newcomer, source: Self.source)
+        let record = try #require(g.state.items[Self.film])
+        #expect(answer.contains(.reply(.itemRegister(record), to: Self.source)))
+        var other = Dissemination(me: Self.carol, incarnation: 1)
+        #expect(other.onRegister(record) == [.changed(GroupChange(operation: nil, local: false))])
+        #expect(other.state.items[Self.film] == record)
+        #expect(other.onRegister(record) == [])
+    }
+
+    @Test("a restarted peer (a new replica) gets the folded state and what it includes; operations that depend on folded ones then apply there")
+    func restartedPeer() throws {
+        let old = ReplicaID(peer: Self.carol, incarnation: 1), new = ReplicaID(peer: Self.carol, incarnation: 2)
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica, old])
+        let load = Self.op(1, .load(ItemMetadata())), play = Self.op(2, .play(rate: nil, waits: false))
+        for op in [load, play] { _ = g.onOperation(op, wantsAck: false, from: Self.bob, source: Self.source, now: Self.t0) }
+        g.onDigest(GroupDigest(entries: [.init(replicaHash: Self.bobReplica.wireHash, counter: 2)], fingerprint: g.state.fingerprint), wantsReply: false, from: old, source: Self.source)
+            .forEach { _ in }
+        #expect(g.log.folded.contains(play.id), "stable: every member had both")
+        // Carol restarts: her new life knows nothing; bob then pauses, depending on his play.
+        g.onMembers([Self.bobReplica, new])
+        let pause = Self.op(3)
+        _ = g.onOperation(pause, wantsAck: false, from: Self.bob, source: Self.source, now: Self.t0)
+        var carol = Dissemination(me: Self.carol, incarnation: 2)
+        carol.onMembers([Self.bobReplica, ReplicaID(peer: Self.me, incarnation: 4)])
+        let answer = g.onDigest(GroupDigest(entries: [], fingerprint: carol.state.fingerprint), wantsReply: false, from: new, source: Self.source)
+        for d in answer {
+            guard case .reply(let m, _) = d else { continue }
+            switch m {
+            case .operation(let op, _): _ = carol.onOperation(op, wantsAck: false, from: Self.me, source: Self.source, now: Self.t0)
+            case .itemRegister(let r): _ = carol.onRegister(r)
+            case .currentRegister(let r): _ = carol.onRegister(r)
+            case .checkpointVector(let e): _ = carol.onCheckpointVector(e)
+            default: break
+            }
+        }
+        #expect(answer.contains(.reply(.operation(pause, wantsAck: false), to: Self.source)), "the unstable pause goes as an operation")
+        #expect(carol.log.waitingCount == 0, "the pause's head (the folded play) counts as had")
+        #expect(carol.state == g.state)
+        #expect(carol.state.items[Self.film]?.timeline.phase == .paused)
     }
 
     @Test("participant records: a peer speaks for itself, others relay only reachable peers' records, nobody speaks for us")
@@ -120,8 +168,8 @@ struct DisseminationTests {
 }
 
 extension Dissemination.Directive {
-    var isSend: Bool {
-        if case .send = self { return true }
+    var isOperation: Bool {
+        if case .send(.operation, _) = self { return true }
         return false
     }
 }

@@ -62,21 +62,27 @@ struct HostileInputTests {
         }
     }
 
-    static func record(
-        _ item: ItemID = film, phase: TimelinePhase, anchor: Int64, position: MediaPosition = .zero, rate: Double = 1,
-        lamport: UInt64 = 3, origin: PeerID = member, incarnation: UInt64 = 5
-    ) -> ItemRecord {
-        ItemRecord(
-            item: item, timeline: Timeline(phase: phase, anchorTime: PeerTime(ns: anchor), position: position, rate: rate),
-            action: phase == .playing ? .play : .pause, stamp: Stamp(lamport: lamport, origin: origin, incarnation: incarnation), version: VersionVector())
+    /// The member's operations on `film`: a load (number 1), then `command` (number 2) at `at`.
+    static func ops(
+        _ command: OperationCommand, at: Int64, time: Int64 = 1_000_000_000_000, basis: PeerID = member, origin: PeerID = member, incarnation: UInt64 = 5,
+        result: Timeline<PeerTime>? = nil
+    ) -> [GroupOperation] {
+        let replica = ReplicaID(peer: origin, incarnation: incarnation)
+        let load = GroupOperation(
+            stamp: Stamp(time: time, origin: origin, incarnation: incarnation, seq: 1), heads: [], item: film, command: .load(ItemMetadata()), basis: basis,
+            at: PeerTime(ns: at), originAt: PeerTime(ns: at))
+        let next = GroupOperation(
+            stamp: Stamp(time: time.addingSaturating(1), origin: origin, incarnation: incarnation, seq: 2), heads: [OperationID(replica: replica, seq: 1)], item: film,
+            command: command, basis: basis, at: PeerTime(ns: at), originAt: PeerTime(ns: at), result: result)
+        return [load, next]
     }
 
-    @Test("lamport: a record far ahead of every counter seen is refused and counted; the next local command wins", arguments: [Limits.counter.upperBound, UInt64.max])
-    func lamport(_ counter: UInt64) {
+    @Test("stamp: an operation stamped far ahead of every known clock is refused and counted; the next local command wins", arguments: [Limits.instantNs.upperBound, Int64.max])
+    func stamp(_ time: Int64) {
         var v = Victim()
-        let poisoned = Self.record(phase: .paused, anchor: 0, lamport: counter)
-        let d = v.step(.itemRecord(poisoned, relay: nil, wantsAck: false))
-        #expect(d.contains(.dropped(.lamportTooFarAhead, from: Self.member)))
+        let poisoned = Self.ops(.pause, at: 0, time: time)[0]
+        let d = v.step(.operation(poisoned, wantsAck: false))
+        #expect(d.contains(.dropped(.stampTooFarAhead, from: Self.member)))
         #expect(v.node.group.state.items[Self.film] == nil)
         _ = v.node.onCommand(.load(ItemID("other")!, ItemMetadata()), now: v.now)
         _ = v.node.onCommand(.pause, now: v.now)
@@ -84,14 +90,15 @@ struct HostileInputTests {
         v.exercise()
     }
 
-    @Test("a record just within the jump bound is taken, and the counter keeps counting after it")
-    func lamportWithinBound() {
+    @Test("an operation stamped just within the lead is taken, and the next local command is stamped after it")
+    func stampWithinBound() {
         var v = Victim()
         v.measure()
-        _ = v.step(.itemRecord(Self.record(phase: .paused, anchor: 0, lamport: Limits.lamportJump), relay: nil, wantsAck: false))
-        #expect(v.node.group.replica.lamport == Limits.lamportJump)
+        let time = v.now.ns + Limits.stampLeadNs - 1_000_000
+        for op in Self.ops(.pause, at: v.now.ns, time: time) { _ = v.step(.operation(op, wantsAck: false)) }
+        #expect(v.node.group.log.time == time + 1)
         let d = v.node.onCommand(.seek(position: .zero), item: Self.film, now: v.now)
-        #expect(v.node.group.state.items[Self.film]?.stamp.lamport == Limits.lamportJump + 1, "\(d)")
+        #expect(v.node.group.state.items[Self.film]?.stamp.time == time + 2, "\(d)")
     }
 
     @Test("latency: a member's player with the largest start latency makes the lead its cap, not a trap", arguments: [Limits.latencyNs.upperBound, Int64.max])
@@ -162,7 +169,7 @@ struct HostileInputTests {
         v.exercise()
     }
 
-    @Test("waiting and deadline: a waiting record forged with this node as origin, anchored at either end of time", arguments: [
+    @Test("waiting and deadline: a waiting timeline forged on this node's clock, anchored at either end of time", arguments: [
         Limits.instantNs.lowerBound, Limits.instantNs.upperBound, Int64.min, Int64.max - 1,
     ])
     func waiting(_ anchor: Int64) {
@@ -170,38 +177,43 @@ struct HostileInputTests {
         _ = v.step(.hello(name: "m", wantsReply: false))
         let loading = PlayerStatus(playerID: 1, name: "x", itemHash: Self.film.stableHash, readiness: .loading)
         _ = v.step(.participant(ParticipantRecord(peer: Self.member, incarnation: 5, version: 1, players: [loading])))
-        _ = v.step(.itemRecord(Self.record(phase: .waiting, anchor: anchor, origin: Self.me, incarnation: 1), relay: nil, wantsAck: false))
+        for op in Self.ops(.play(rate: nil, waits: true), at: anchor, time: v.now.ns, basis: Self.me) { _ = v.step(.operation(op, wantsAck: false)) }
+        #expect(v.node.group.state.items[Self.film]?.timeline.phase == .waiting)
         #expect(v.node.nextDeadline(now: v.now) >= v.now)
         v.exercise()
     }
 
-    @Test("timeline: a playing record at rate 16 anchored 2^62 ns away gives a clamped position", arguments: [Int64(1) << 62, Int64.max])
+    @Test("timeline: a timeline playing at rate 16 from 2^62 ns ago gives a clamped position", arguments: [Int64(1) << 62, Int64.max])
     func timeline(_ distance: Int64) {
         var v = Victim()
         v.measure()
-        _ = v.step(.itemRecord(Self.record(phase: .playing, anchor: v.now.ns.subtractingSaturating(distance), rate: 16), relay: nil, wantsAck: false))
+        for op in Self.ops(.play(rate: 16, waits: false), at: v.now.ns.subtractingSaturating(distance), time: v.now.ns) { _ = v.step(.operation(op, wantsAck: false)) }
         let r = v.node.group.state.items[Self.film]!
+        #expect(r.timeline.phase == .playing)
         let position = v.node.timelines.timeline(of: r, now: v.now)?.position(at: v.now)
         #expect(position == .max)
         v.exercise()
     }
 
-    @Test("relay: a relayed record with the widest relay bound places its anchor, bound included", arguments: [Limits.relayBoundNs.upperBound, Int64.max])
-    func relay(_ bound: Int64) {
+    @Test("alternate: a register on an unknown clock, placed through the widest alternate bound, keeps the bound", arguments: [Limits.relayBoundNs.upperBound, Int64.max])
+    func alternate(_ bound: Int64) {
         var v = Victim()
         v.measure()
-        let r = Self.record(phase: .paused, anchor: 0, origin: PeerID(high: 9, low: 9), incarnation: 1)
-        _ = v.step(.itemRecord(r, relay: RelayAnchor(anchorTime: PeerTime(ns: v.now.ns), errorBound: .nanoseconds(bound)), wantsAck: false))
+        let r = ItemRecord(
+            item: Self.film, timeline: Timeline(phase: .paused, anchorTime: PeerTime(ns: 0), position: .zero, rate: 1), clock: PeerID(high: 9, low: 9),
+            alternate: RelayedAnchor(via: Self.member, anchorTime: PeerTime(ns: v.now.ns), bound: .nanoseconds(bound)), action: .pause,
+            stamp: Stamp(time: v.now.ns, origin: Self.member, incarnation: 5, seq: 1))
+        _ = v.step(.itemRegister(r))
         let anchor = v.node.timelines.anchor(of: v.node.group.state.items[Self.film]!, now: v.now)
         #expect(anchor != nil && anchor!.bound >= .nanoseconds(bound))
         v.exercise()
     }
 
-    @Test("anchor: a record anchored at the far end of the peer's clock converts, saturating", arguments: [Limits.instantNs.upperBound, Int64.max])
+    @Test("anchor: a timeline anchored at the far end of the peer's clock converts, saturating", arguments: [Limits.instantNs.upperBound, Int64.max])
     func anchor(_ ns: Int64) {
         var v = Victim()
         v.measure(peerOffset: -1_000_000_000)
-        _ = v.step(.itemRecord(Self.record(phase: .paused, anchor: ns), relay: nil, wantsAck: false))
+        for op in Self.ops(.pause, at: ns, time: v.now.ns) { _ = v.step(.operation(op, wantsAck: false)) }
         let anchor = v.node.timelines.anchor(of: v.node.group.state.items[Self.film]!, now: v.now)
         #expect(anchor != nil)
         v.exercise()

@@ -32,8 +32,9 @@ struct CoordinationTests {
     /// Where `reference` says the media is at true time `t`: the timeline advances on its
     /// origin's clock.
     func project(_ sim: GroupSimulation, _ reference: (phase: TimelinePhase, position: Int64, rate: Double, trueAt: Int64, record: ItemRecord), to t: Int64) -> Int64 {
-        let origin = sim.hosts.firstIndex { $0.node.identity.peer == reference.record.stamp.origin }!
-        let clock = sim.hosts[origin].clock
+        // The timeline advances on the clock it is written on (the group's basis).
+        let owner = sim.hosts.firstIndex { $0.node.identity.peer == reference.record.clock }!
+        let clock = sim.hosts[owner].clock
         return reference.position + Int64(Double((clock.device(fromHost: t) - clock.device(fromHost: reference.trueAt)).ns) * reference.record.timeline.rate)
     }
 

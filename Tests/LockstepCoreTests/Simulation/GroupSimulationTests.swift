@@ -24,11 +24,11 @@ struct GroupSimulationTests {
         return timeline.position(at: sim.hosts[i].clock.device(fromHost: t)).ns
     }
 
-    /// The item records host `i` issued after true time `since`, in order.
-    func issued(_ sim: GroupSimulation, _ i: Int, since: Int64 = 0) -> [ItemRecord] {
+    /// The operations host `i` issued after true time `since`, in order.
+    func issued(_ sim: GroupSimulation, _ i: Int, since: Int64 = 0) -> [GroupOperation] {
         sim.hosts[i].log.compactMap { entry in
-            guard entry.time >= since, case .groupChanged(let c) = entry.directive, c.local, case .item(let r) = c.kind else { return nil }
-            return r
+            guard entry.time >= since, case .groupChanged(let c) = entry.directive, c.local, let op = c.operation else { return nil }
+            return op
         }
     }
 
@@ -63,7 +63,7 @@ struct GroupSimulationTests {
         // Every peer learnt of the seek before its instant.
         for i in 0..<5 {
             let learnt = sim.hosts[i].log.first { entry in
-                if case .groupChanged(let c) = entry.directive, case .item(let r) = c.kind { return r.stamp == record.stamp }
+                if case .groupChanged(let c) = entry.directive, let op = c.operation { return op.stamp == record.stamp }
                 return false
             }
             #expect(learnt != nil && learnt!.time < anchors[i], "host \(i) learnt of the seek before it took effect")
