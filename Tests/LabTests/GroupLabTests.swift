@@ -63,3 +63,8 @@ struct MergeLabTests {
     @Test("a seek to 1:40 and a pause at the same moment on two agents: paused at 1:40 everywhere, both reported")
     func seekAndPause() async throws { check(try await MergeScenarios.seekAndPause()) }
 }
+
+extension MergeLabTests {
+    @Test("a three-way partition, a seek, a rate change and a pause on the three sides a second apart: healed, paused at 2x at 33 s everywhere")
+    func threeWay() async throws { check(try await MergeScenarios.threeWay()) }
+}

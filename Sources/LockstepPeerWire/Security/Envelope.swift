@@ -51,7 +51,7 @@ public enum Envelope {
         public var description: String {
             switch self {
             case .notLockstep: "not a Lockstep datagram"
-            case .unknownVersion(let v): "unknown wire version \(v)"
+            case .unknownVersion(let v): "unknown wire version \(v) (this agent speaks \(Envelope.version): upgrade the older agent)"
             case .tooShort: "shorter than a header and tag"
             case .tooLong: "longer than \(Envelope.maxDatagramBytes) bytes"
             case .unknownKeyEpoch: "sealed with a key epoch this agent does not hold"

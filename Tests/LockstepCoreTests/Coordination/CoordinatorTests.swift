@@ -149,6 +149,19 @@ struct CoordinatorTests {
         #expect(k.onPlayerEndSuspension(id: 1, suspension: nil, proposedPosition: nil, view: view, now: Self.t0) == [.reply(.refused(.notSuspended))])
     }
 
+    @Test("crossing commands are told to every player in group playback, not to solo ones or those with no item")
+    func concurrentTold() {
+        var k = Self.coordinator()
+        _ = k.onPlayerHello(id: 2, info: .init(name: "solo"))
+        _ = k.onPlayerHello(id: 3, info: .init(name: "idle"))
+        let view = Self.view([Self.record(.paused)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: view, now: Self.t0)
+        _ = k.onPlayerLoad(id: 2, item: Self.film, metadata: ItemMetadata(), solo: true, view: view, now: Self.t0)
+        let stamp = Stamp(time: 1, origin: Self.bob, incarnation: 1, seq: 1)
+        let report = ConcurrentCommands(command: .init(stamp: stamp, item: Self.film, action: .pause), with: [.init(stamp: Stamp(time: 1, origin: Self.me, incarnation: 1, seq: 2), item: Self.film, action: .seek)])
+        #expect(k.onConcurrentCommands(report) == [.tell(1, .concurrent(report))])
+    }
+
     @Test("requests for a player that never said hello are refused")
     func unknownPlayer() {
         var k = Coordinator(me: Self.me)

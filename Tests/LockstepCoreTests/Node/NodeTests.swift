@@ -55,6 +55,17 @@ struct NodeTests {
         #expect(d.contains { if case .tellPlayer(1, .timeline) = $0 { true } else { false } })
     }
 
+    @Test("a peer found by discovery becomes a member for stability with its first datagram, under the incarnation it carries; a restart replaces it")
+    func membersForStability() {
+        var n = Self.node()
+        _ = n.onSighting(Self.bob, name: "bob", sighting: .init(instance: "bob", interfaceIndex: 2), endpoints: [Self.path], now: Self.t0)
+        #expect(n.group.log.members == [ReplicaID(peer: Self.me, incarnation: 1)])
+        _ = n.onMessage(.ack(OperationID(replica: ReplicaID(peer: Self.me, incarnation: 1), seq: 1)), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(n.group.log.members.contains(ReplicaID(peer: Self.bob, incarnation: 7)))
+        _ = n.onMessage(.hello(name: "bob", wantsReply: false), from: Self.bob, incarnation: 8, source: Self.path, receivedAt: Self.t0 + .seconds(1), now: Self.t0 + .seconds(1))
+        #expect(n.group.log.members == [ReplicaID(peer: Self.me, incarnation: 1), ReplicaID(peer: Self.bob, incarnation: 8)])
+    }
+
     @Test("a key message is not the core's: it changes nothing")
     func keysAreNotTheCores() {
         var n = Self.node()

@@ -106,6 +106,45 @@ struct MergeScenarioTests {
         }
     }
 
+    @Test("what a player on the side that did not pause sees after the heal: the paused timeline, once, and the crossing commands")
+    func playerAfterHeal() throws {
+        var sim = GroupSimulation(hosts: 4, seed: 11)
+        sim.run(for: 3 * s)
+        for i in 0..<4 {
+            sim.execute(i, sim.hosts[i].node.onPlayerHello(id: 1, info: .init(name: "p\(i)", canChangeRate: true, exactSeek: true, startLatency: .milliseconds(20)), now: sim.local(i)))
+        }
+        sim.issue(0, .load(Self.film, .init(title: "Night")))
+        sim.run(for: 100 * ms)
+        for i in 0..<4 {
+            sim.execute(i, sim.hosts[i].node.onPlayerLoad(id: 1, item: Self.film, metadata: .init(), solo: false, now: sim.local(i)))
+            sim.execute(i, sim.hosts[i].node.onPlayerReadiness(id: 1, .ready, now: sim.local(i)))
+        }
+        sim.run(for: 100 * ms)
+        sim.issue(0, .play(rate: nil))
+        sim.run(for: 1 * s)
+        sim.partition([0, 1], [2, 3])
+        sim.run(for: 500 * ms)
+        for target in [100, 200, 300] {
+            sim.issue(0, .seek(position: MediaPosition(clamping: Int64(target) * s)))
+            sim.run(for: 400 * ms)
+        }
+        sim.run(for: 1 * s)
+        sim.issue(3, .pause)
+        sim.run(for: 2 * s)
+        let healedAt = sim.now
+        sim.heal()
+        sim.run(for: 2 * s)
+        let told = sim.hosts[1].log.compactMap { entry -> PlayerInstruction? in
+            guard entry.time >= healedAt, case .tellPlayer(1, let i) = entry.directive else { return nil }
+            return i
+        }
+        let timelines = told.compactMap { if case .timeline(_, let phase, let position, _, _, _) = $0 { (phase, position) } else { nil } }
+        #expect(timelines.count == 1, "one jump: \(timelines)")
+        #expect(timelines.last?.0 == .paused)
+        #expect(timelines.last?.1 == sim.hosts[1].node.group.state.items[Self.film]?.timeline.position)
+        #expect(told.contains { if case .concurrent = $0 { true } else { false } }, "the player is told the commands crossed")
+    }
+
     @Test("after a heal the peers play in step again: positions agree to microseconds")
     func inStepAfterHeal() throws {
         var sim = playing(4)
