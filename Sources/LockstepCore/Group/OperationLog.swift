@@ -308,14 +308,21 @@ public struct OperationLog: Sendable {
     /// The operations another replica's registers (imported with it) include: this replica
     /// counts them as had, so that operations depending on them apply, and digests stop asking
     /// for them. Its own replica's entry is its own business.
+    ///
+    /// Operations it covers that this replica still logs are in the imported registers already:
+    /// they leave the log (replayed on top of newer registers they would undo them).
     public mutating func importFolded(_ entries: [VersionVector.Entry]) {
-        var changed = false
-        for e in entries where e.replica != me && e.counter > applied[e.replica] {
-            applied[e.replica] = e.counter
-            folded[e.replica] = max(folded[e.replica], e.counter)
-            changed = true
+        var covered = VersionVector()
+        for e in entries where e.replica != me && e.counter > folded[e.replica] {
+            covered[e.replica] = e.counter
+            applied[e.replica] = max(applied[e.replica], e.counter)
+            folded[e.replica] = e.counter
         }
-        guard changed else { return }
+        guard !covered.counters.isEmpty else { return }
+        let before = log.count
+        log.removeAll { covered.contains($0.op.id) }
+        for id in waiting.keys where covered.contains(id) { waiting[id] = nil }
+        if log.count != before { replay() }
         releaseWaiting()
         foldStable()
     }

@@ -242,6 +242,33 @@ struct OperationLogTests {
         #expect(other.frontier == [out.last!.id])
     }
 
+    @Test("a checkpoint vector imported with registers takes the operations it covers out of the log, so that they cannot undo the newer registers")
+    func importedCheckpointCoversLoggedOperations() throws {
+        let a = ReplicaID(peer: PeerID(high: 1, low: 1), incarnation: 1), b = ReplicaID(peer: PeerID(high: 1, low: 2), incarnation: 1)
+        let away = ReplicaID(peer: PeerID(high: 1, low: 3), incarnation: 1)
+        var la = OperationLog(me: a), lb = OperationLog(me: b)
+        la.setMembers([a, away])
+        lb.setMembers([b, away])
+        let item = Self.items[0]
+        func issue(_ command: OperationCommand, at t: Int64) -> GroupOperation {
+            la.issue(item: item, command: command, reason: nil, basis: a.peer, at: PeerTime(ns: t), originAt: PeerTime(ns: t), basisBound: .zero, result: nil, stampTime: t).last!
+        }
+        let load = issue(.load(ItemMetadata()), at: 1_000), first = issue(.seek(MediaPosition(clamping: 100)), at: 2_000)
+        let second = issue(.seek(MediaPosition(clamping: 300)), at: 3_000)
+        // b holds the first two unstable (it waits for `away`), and gets a's later folded state.
+        _ = lb.receive(load, stampLimit: .max)
+        _ = lb.receive(first, stampLimit: .max)
+        var folded = GroupState()
+        for op in [load, first, second] { folded.apply(op) }
+        lb.importRecord(try #require(folded.current))
+        lb.importRecord(try #require(folded.items[item]))
+        #expect(lb.state.items[item]?.timeline.position.ns == 100, "the logged first seek, replayed on top, undoes the imported second")
+        lb.importFolded([.init(replica: a, counter: 3)])
+        #expect(lb.unstable.isEmpty)
+        #expect(lb.state == folded)
+        #expect(lb.applied.contains(second.id))
+    }
+
     @Test("a log past its bound folds its oldest, counts it, and applies a late operation right after the checkpoint")
     func bounds() {
         var configuration = OperationLog.Configuration()
