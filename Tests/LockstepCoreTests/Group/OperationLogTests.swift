@@ -152,6 +152,20 @@ struct OperationLogTests {
         }
     }
 
+    @Test("64 replicas, partitioned and lossy: every replica in the oracle's state, vectors exact for all 64", .tags(.simulation))
+    func sixtyFourReplicas() async {
+        await propertyCheck(count: 1, input: Gen.int(in: 0...Int.max)) { seed in
+            var h = History(peers: 64, configuration: .init())
+            h.run(steps: 200, seed: UInt64(seed), drop: 0.1, duplicate: 0.1, partitioned: 50...200, sides: 3)
+            h.heal()
+            let expected = h.oracle
+            for log in h.logs {
+                #expect(log.state == expected)
+                #expect(log.applied.counters.count == Set(h.issued.map(\.stamp.replica)).count, "one vector entry per replica that issued")
+            }
+        }
+    }
+
     @Test("an operation whose origin had seen another is stamped after it: causally later wins")
     func causalOrder() async {
         await propertyCheck(count: 30, input: Gen.int(in: 2...8), Gen.int(in: 20...120), Gen.int(in: 0...Int.max)) { peers, steps, seed in
