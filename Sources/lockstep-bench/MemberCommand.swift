@@ -70,7 +70,12 @@ struct MemberCommand: ParsableCommand {
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: 1, estimate: beyond)])),
             .clockRequest(exchange: 1, t1: PeerTime(ns: .max)),
             // At the edges the decoder allows: the core must refuse or absorb them.
-            .operation(op(.pause, time: Limits.instantNs.upperBound, seq: 1, at: 0, basis: member), wantsAck: true),
+            // A number no other crafted operation takes: refused every time, never a duplicate.
+            .operation(op(.pause, time: Limits.instantNs.upperBound, seq: 9, at: 0, basis: member), wantsAck: true),
+            .operation(
+                GroupOperation(
+                    stamp: Stamp(time: 0, origin: member, incarnation: 1, seq: 8), heads: [OperationID(replica: ReplicaID(peer: member, incarnation: 1), seq: 8)],
+                    item: other, command: .pause, basis: member, at: PeerTime(ns: 0), originAt: PeerTime(ns: 0)), wantsAck: true),
             .operation(op(.play(rate: 16, waits: true), time: Limits.instantNs.lowerBound, seq: 1, at: Limits.instantNs.lowerBound, basis: victim), wantsAck: false),
             .operation(
                 op(.seek(.max), time: Limits.instantNs.lowerBound, seq: 2, at: Limits.instantNs.upperBound, basis: member,
