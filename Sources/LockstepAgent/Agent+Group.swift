@@ -25,8 +25,18 @@ extension Agent {
         execute(node.onCommand(command, item: command.action == .load ? nil : item, now: now), now: now) { outcome in
             if case .refused(let e) = outcome { refusal = e }
         }
-        if let refusal { throw ProtocolError(.invalidState, describe(refusal)) }
+        if let refusal { throw ProtocolError(errorCode(refusal), describe(refusal)) }
         request.reply(stateView(now: now))
+    }
+
+    /// The player protocol's code for a refusal: a value out of its range is `invalid_field`, a
+    /// request that does not fit the state `invalid_state`.
+    func errorCode(_ error: RequestError) -> ProtocolError.Code {
+        switch error {
+        case .unknownPlayer: .notAPlayer
+        case .invalidRate, .positionPastEnd: .invalidField
+        case .noItem, .noGroupItem, .unknownSuspension, .notSuspended, .clockUnknown: .invalidState
+        }
     }
 
     /// A refusal, in words for people.
@@ -38,6 +48,7 @@ extension Agent {
         case .unknownSuspension(let id): "no suspension \(id) is active"
         case .notSuspended: "the player is not suspended"
         case .invalidRate(let r): "rate \(r) is outside \(Limits.rate.lowerBound)...\(Limits.rate.upperBound)"
+        case .positionPastEnd(let p, let d): "position_ns \(p.ns) is past the end of the item (duration_ns \(d.ns))"
         case .clockUnknown(let p): "the clock of \(name(of: p)), who set the timeline, is not estimated yet"
         }
     }

@@ -88,7 +88,7 @@ extension Agent {
             case .done: request.reply(EmptyResult())
             case .loaded(let outcome, let item): request.reply(LoadResult(outcome: LoadOutcomeName(outcome), item: item.value))
             case .suspensionBegan(let sid): request.reply(BeginSuspensionResult(suspensionID: sid))
-            case .refused(let error): request.reply(error: ProtocolError(error == .unknownPlayer ? .notAPlayer : .invalidState, self.describe(error)))
+            case .refused(let error): request.reply(error: ProtocolError(self.errorCode(error), self.describe(error)))
             }
         }
     }

@@ -250,6 +250,9 @@ public struct Coordinator: Sendable {
             }
             return .success(Timeline(phase: .paused, anchorTime: now, position: current.position, rate: nominalRate))
         case .seek(let position):
+            if let duration = view.state.items[item]?.metadata.duration, position.ns > duration.ns {
+                return .failure(.positionPastEnd(position, duration: duration))
+            }
             if current.phase == .playing {
                 return .success(Timeline(phase: .playing, anchorTime: at, position: position, rate: nominalRate))
             }

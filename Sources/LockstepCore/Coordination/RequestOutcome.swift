@@ -35,6 +35,8 @@ public enum RequestError: Error, Sendable, Equatable {
     case notSuspended
     /// A rate outside ``Limits/rate``.
     case invalidRate(Double)
+    /// A seek past the end of the item (its metadata's duration).
+    case positionPastEnd(MediaPosition, duration: TimeSpan)
     /// The item's timeline comes from a peer whose clock is not estimated yet.
     case clockUnknown(PeerID)
 }

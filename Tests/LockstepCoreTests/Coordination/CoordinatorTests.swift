@@ -169,6 +169,20 @@ struct CoordinatorTests {
         #expect(k.onPlayerIntent(id: 9, .pause, view: Self.view(), now: Self.t0) == [.reply(.refused(.unknownPlayer))])
     }
 
+    @Test("a seek past the item's duration is refused, naming both; one to the very end is taken")
+    func seekPastEnd() {
+        let k = Self.coordinator()
+        var state = GroupState()
+        let load = GroupOperation(
+            stamp: Stamp(time: 1, origin: Self.me, incarnation: 1, seq: 1), heads: [], item: Self.film, command: .load(ItemMetadata(duration: .seconds(60))),
+            basis: Self.me, at: PeerTime(ns: 1), originAt: PeerTime(ns: 1))
+        state.apply(load)
+        let view = GroupView(me: Self.me, state: state, participants: [:], reachable: [], timelines: LocalTimelines(me: Self.me, clocks: PeerClocks(me: Self.me)))
+        let past = MediaPosition(clamping: 61_000_000_000)
+        #expect(k.onCommand(.seek(position: past), reason: nil, view: view, now: Self.t0) == [.reply(.refused(.positionPastEnd(past, duration: .seconds(60))))])
+        #expect(k.onCommand(.seek(position: MediaPosition(clamping: 60_000_000_000)), reason: nil, view: view, now: Self.t0).first == .reply(.done))
+    }
+
     @Test("a command on an item the group does not have is refused")
     func noItem() {
         let k = Self.coordinator()
