@@ -76,7 +76,7 @@ extension Agent {
     }
 
     func concurrentView(_ report: ConcurrentCommands) -> ConcurrentView {
-        ConcurrentView(commands: report.all.map { ConcurrentView.Command(item: $0.item?.value, origin: origin(of: $0.stamp, action: $0.action, reason: nil)) })
+        ConcurrentView(commands: report.all.map { ConcurrentView.Command(item: $0.item?.value, origin: origin(of: $0.stamp, action: $0.action, reason: nil, by: $0.by)) })
     }
 
     func itemView(_ r: ItemRecord, now: LocalTime) -> ItemView {
@@ -91,17 +91,17 @@ extension Agent {
     }
 
     func origin(of r: ItemRecord) -> Origin {
-        origin(of: r.stamp, action: r.action, reason: r.reason)
+        origin(of: r.stamp, action: r.action, reason: r.reason, by: r.by)
     }
 
     func origin(of c: CurrentRecord) -> Origin {
-        origin(of: c.stamp, action: c.item == nil ? .stop : .load, reason: nil)
+        origin(of: c.stamp, action: c.item == nil ? .stop : .load, reason: nil, by: c.by)
     }
 
-    func origin(of stamp: Stamp, action: Action, reason: CommandReason?) -> Origin {
+    func origin(of stamp: Stamp, action: Action, reason: CommandReason?, by: String?) -> Origin {
         Origin(
             peerID: stamp.origin.hex, name: name(of: stamp.origin), action: Origin.Action(action), reason: reason?.text, local: stamp.origin == identity.peerID,
-            lamport: stamp.seq, stampTimeNs: stamp.time)
+            player: by, lamport: stamp.seq, stampTimeNs: stamp.time)
     }
 
     func name(of peer: PeerID) -> String {
@@ -114,7 +114,7 @@ extension Agent {
         let state = node.group.state
         var event: StateChangedEvent
         if let op = change.operation, let action = op.command.action {
-            let o = origin(of: op.stamp, action: action, reason: op.reason)
+            let o = origin(of: op.stamp, action: action, reason: op.reason, by: op.by)
             let isCurrent: Bool = switch op.command { case .load, .stop: true; default: false }
             event = StateChangedEvent(hostTimeNs: hostTime(now), change: isCurrent ? .current : .item, itemID: op.item?.value, origin: o, state: stateView(now: now))
             logger.info("group command applied", metadata: [

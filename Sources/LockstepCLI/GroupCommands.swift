@@ -41,7 +41,12 @@ struct State: AsyncParsableCommand {
 
     /// Commands that crossed, in the order they were applied: "seek by den, then pause by kitchen".
     static func crossing(_ c: ConcurrentView) -> String {
-        c.commands.map { "\($0.origin.action) by \($0.origin.name)\($0.origin.local ? " (here)" : "")" }.joined(separator: ", then ") + " (all applied)"
+        c.commands.map { "\($0.origin.action) by \(Self.who($0.origin))" }.joined(separator: ", then ") + " (all applied)"
+    }
+
+    /// "h2", "mpv on h2", "mpv on h2 (here)".
+    static func who(_ o: Origin) -> String {
+        (o.player.map { "\($0) on " } ?? "") + o.name + (o.local ? " (here)" : "")
     }
 
     static func itemFields(_ item: ItemView) -> [(String, String)] {
@@ -54,7 +59,7 @@ struct State: AsyncParsableCommand {
             f.append(("anchor", "\(Human.position(ns: item.positionNs)) at host time \(h) ns (±\(Human.duration(ns: item.anchorBoundNs ?? 0)))"))
         }
         let o = item.origin
-        f.append(("last command", "\(o.action) by \(o.name)\(o.local ? " (here)" : "")\(o.reason.map { ", \($0)" } ?? ""), #\(o.lamport)"))
+        f.append(("last command", "\(o.action) by \(Self.who(o))\(o.reason.map { ", \($0)" } ?? ""), #\(o.lamport)"))
         return f
     }
 }
@@ -195,7 +200,7 @@ struct Watch: AsyncParsableCommand {
             let what = e.change == .current ? "group item → \(e.itemID ?? "none")" : "\(o.action) \(e.itemID ?? "")"
             let pos = e.state.item.flatMap { $0.positionNowNs }.map { " at \(Human.position(ns: $0))" } ?? ""
             let crossed = e.concurrent.map { "; crossed: " + State.crossing($0) } ?? ""
-            return "\(stamp) \(what)\(pos) by \(o.name)\(o.local ? " (here)" : "")\(o.reason.map { " (\($0))" } ?? "")\(crossed)"
+            return "\(stamp) \(what)\(pos) by \(State.who(o))\(o.reason.map { " (\($0))" } ?? "")\(crossed)"
         case "players_changed":
             guard let e = try? event.decode(PlayersChangedEvent.self) else { return "\(stamp) players changed" }
             let list = e.players.map { p in

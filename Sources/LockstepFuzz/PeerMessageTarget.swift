@@ -54,7 +54,7 @@ enum SampleMessages {
             basis: alice, at: PeerTime(ns: 1_000_000_000), originAt: PeerTime(ns: 1_000_000_000), result: playing)
         let fullOp = GroupOperation(
             stamp: bigStamp, heads: Array(heads.prefix(GroupOperation.maxInlineHeads)), item: longItem, command: .load(fullMetadata),
-            reason: .other(String(repeating: "r", count: ItemRecord.maxReasonBytes)), basis: bob, at: PeerTime(ns: Limits.instantNs.lowerBound),
+            reason: .other(String(repeating: "r", count: ItemRecord.maxReasonBytes)), by: String(repeating: "p", count: PlayerStatus.maxNameBytes), basis: bob, at: PeerTime(ns: Limits.instantNs.lowerBound),
             originAt: PeerTime(ns: Limits.instantNs.upperBound), basisBound: .nanoseconds(Limits.relayBoundNs.upperBound),
             result: Timeline(phase: .waiting, anchorTime: PeerTime(ns: Limits.instantNs.lowerBound), position: .max, rate: Limits.rate.upperBound))
         let join = GroupOperation(

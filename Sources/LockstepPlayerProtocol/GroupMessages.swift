@@ -196,6 +196,9 @@ public struct Origin: Codable, Sendable, Equatable {
     public var reason: String?
     /// True when this agent issued it.
     public var local: Bool
+    /// The player whose user caused it (its name), when a player did; absent for the CLI, tools
+    /// and the agents' own commands (`start`, stall recovery).
+    public var player: String?
     /// The command's number at its origin (1, 2, 3, … per agent life). Kept under its version-1
     /// name: before the vector-clock merge it was the command's Lamport counter.
     public var lamport: UInt64
@@ -203,19 +206,20 @@ public struct Origin: Codable, Sendable, Equatable {
     /// group's one order (absent from agents before the vector-clock merge).
     public var stampTimeNs: Int64?
 
-    public init(peerID: String, name: String, action: Action, reason: String?, local: Bool, lamport: UInt64, stampTimeNs: Int64? = nil) {
+    public init(peerID: String, name: String, action: Action, reason: String?, local: Bool, player: String? = nil, lamport: UInt64, stampTimeNs: Int64? = nil) {
         self.peerID = peerID
         self.name = name
         self.action = action
         self.reason = reason
         self.local = local
+        self.player = player
         self.lamport = lamport
         self.stampTimeNs = stampTimeNs
     }
 
     enum CodingKeys: String, CodingKey {
         case peerID = "peer_id"
-        case name, action, reason, local, lamport
+        case name, action, reason, local, player, lamport
         case stampTimeNs = "stamp_time_ns"
     }
 }

@@ -24,11 +24,11 @@ struct DatagramFitTests {
     static var largest: [(String, PeerMessage)] {
         [
             ("a load with the longest item, full metadata, a reason, a result and every inline head",
-             .operation(GroupOperation(stamp: stamp, heads: heads(GroupOperation.maxInlineHeads), item: longest, command: .load(metadata), reason: reason, basis: far, at: PeerTime(ns: 1), originAt: PeerTime(ns: 1), basisBound: .seconds(10), result: timeline), wantsAck: true)),
+             .operation(GroupOperation(stamp: stamp, heads: heads(GroupOperation.maxInlineHeads), item: longest, command: .load(metadata), reason: reason, by: String(repeating: "p", count: PlayerStatus.maxNameBytes), basis: far, at: PeerTime(ns: 1), originAt: PeerTime(ns: 1), basisBound: .seconds(10), result: timeline), wantsAck: true)),
             ("a hold with the longest item and reason", .operation(GroupOperation(stamp: stamp, heads: heads(GroupOperation.maxInlineHeads), item: longest, command: .hold(.custom(String(repeating: "s", count: PlayerStatus.maxReasonBytes))), reason: reason, basis: far, at: PeerTime(ns: 1), originAt: PeerTime(ns: 1), result: timeline), wantsAck: true)),
             ("a join with the most heads", .operation(GroupOperation(stamp: stamp, heads: heads(GroupOperation.maxHeads), item: nil, command: .join, basis: far, at: PeerTime(ns: 1), originAt: PeerTime(ns: 1)), wantsAck: true)),
-            ("the fullest item register", .itemRegister(ItemRecord(item: longest, metadata: metadata, timeline: timeline, clock: far, alternate: RelayedAnchor(via: far, anchorTime: PeerTime(ns: 1), bound: .seconds(10)), action: .start, reason: reason, stamp: stamp))),
-            ("the fullest current register", .currentRegister(CurrentRecord(item: longest, metadata: metadata, stamp: stamp))),
+            ("the fullest item register", .itemRegister(ItemRecord(item: longest, metadata: metadata, timeline: timeline, clock: far, alternate: RelayedAnchor(via: far, anchorTime: PeerTime(ns: 1), bound: .seconds(10)), action: .start, reason: reason, by: String(repeating: "p", count: PlayerStatus.maxNameBytes), stamp: stamp))),
+            ("the fullest current register", .currentRegister(CurrentRecord(item: longest, metadata: metadata, by: String(repeating: "p", count: PlayerStatus.maxNameBytes), stamp: stamp))),
             ("a digest with every entry", .digest(GroupDigest(entries: (0..<GroupDigest.maxEntries).map { .init(replicaHash: UInt64($0), counter: .max) }, fingerprint: .max), wantsReply: true)),
             ("a full checkpoint vector", .checkpointVector(heads(PeerMessage.maxCheckpointEntries).map { .init(replica: $0.replica, counter: .max) })),
             ("a full participant digest", .participantDigest((0..<PeerMessage.maxParticipantDigests).map { ParticipantDigest(peer: PeerID(high: UInt64($0), low: 0), incarnation: .max, version: .max) }, wantsReply: true)),

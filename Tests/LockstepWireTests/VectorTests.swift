@@ -63,7 +63,7 @@ struct VectorTests {
         let metadata = ItemMetadata(title: "Night", artworkURL: "https://example.org/night.jpg", duration: .seconds(5_400))
         let seek = GroupOperation(
             stamp: stamp, heads: [OperationID(replica: ra, seq: 41), OperationID(replica: rb, seq: 17)], item: film, command: .seek(MediaPosition(clamping: 90_000_000_000)),
-            basis: a, at: PeerTime(ns: 5_000_000_000_000), originAt: PeerTime(ns: 5_000_000_000_000), result: timeline)
+            by: "mpv", basis: a, at: PeerTime(ns: 5_000_000_000_000), originAt: PeerTime(ns: 5_000_000_000_000), result: timeline)
         let load = GroupOperation(
             stamp: Stamp(time: 4_000_000_000_000, origin: b, incarnation: 9, seq: 1), heads: [], item: film, command: .load(metadata), basis: a,
             at: PeerTime(ns: 4_000_000_000_000), originAt: PeerTime(ns: 3_999_987_654_321), basisBound: .microseconds(4))
@@ -73,7 +73,7 @@ struct VectorTests {
             result: Timeline(phase: .playing, anchorTime: PeerTime(ns: 6_000_000_000_000), position: .zero, rate: 1))
         let record = ItemRecord(
             item: film, metadata: metadata, timeline: timeline, clock: a, alternate: RelayedAnchor(via: b, anchorTime: PeerTime(ns: 4_999_987_654_321), bound: .microseconds(4)),
-            action: .seek, reason: nil, stamp: stamp)
+            action: .seek, reason: nil, by: "mpv", stamp: stamp)
         let estimate = ReportedEstimate(
             reference: PeerTime(ns: 4_000_000_000_000), offsetNs: -12_345_678.5, skewPPM: 42.25, errorBoundNs: 3_500, errorGrowthPPM: 0.5,
             hardBoundNs: 21_000, hardGrowthPPM: 1, delay: .microseconds(42), sampleCount: 200, lastSample: PeerTime(ns: 3_999_900_000_000))
@@ -84,13 +84,13 @@ struct VectorTests {
             ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, echo: 1_000_000_123, t3: PeerTime(ns: 31_000_060_417))),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
-            ("operation: a seek, with two heads and the origin's result, asking for an ack", .operation(seek, wantsAck: true)),
+            ("operation: a seek by a player, with two heads and the origin's result, asking for an ack", .operation(seek, wantsAck: true)),
             ("operation: a load from a peer that is not the basis", .operation(load, wantsAck: false)),
             ("operation: a start, with a reason", .operation(start, wantsAck: true)),
             ("operation: a play that waits, at 1.5x", .operation(GroupOperation(stamp: stamp, heads: [], item: film, command: .play(rate: 1.5, waits: true), basis: a, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: true)),
             ("operation: stop", .operation(GroupOperation(stamp: stamp, heads: [], item: nil, command: .stop, basis: a, at: PeerTime(ns: 7), originAt: PeerTime(ns: 7)), wantsAck: true)),
             ("item register, with an alternate anchor", .itemRegister(record)),
-            ("current register", .currentRegister(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), stamp: stamp))),
+            ("current register", .currentRegister(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), by: "living room tv", stamp: stamp))),
             ("current register: stopped", .currentRegister(CurrentRecord(item: nil, stamp: stamp))),
             ("checkpoint vector: which operations the registers include", .checkpointVector([.init(replica: ra, counter: 42), .init(replica: rb, counter: 17)].sorted { $0.replica < $1.replica })),
             ("ack", .ack(stamp.id)),

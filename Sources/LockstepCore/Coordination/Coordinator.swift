@@ -87,10 +87,10 @@ public struct Coordinator: Sendable {
         } else if view.state.items[item] != nil {
             outcome = .adopted
             // Following an item the group still has a timeline for: propose it as the group's item.
-            if view.state.current?.item != item { out += load(item, metadata, view: view, now: now) }
+            if view.state.current?.item != item { out += load(item, metadata, by: p.info.name, view: view, now: now) }
         } else {
             outcome = .proposed
-            out += load(item, metadata, view: view, now: now)
+            out += load(item, metadata, by: p.info.name, view: view, now: now)
         }
         return [.reply(.loaded(outcome, item)), publish()] + out
     }
@@ -130,14 +130,14 @@ public struct Coordinator: Sendable {
         guard let item = p.item else { return [.reply(.refused(.noItem))] }
         // A solo or suspended player's intents are its own business.
         if p.solo || p.suspendedByPlayer { return [.reply(.done)] }
-        return onCommand(command, item: item, reason: nil, view: view, now: now)
+        return onCommand(command, item: item, reason: nil, by: p.info.name, view: view, now: now)
     }
 
     /// Start at once, without waiting for the others (SharePlay's playImmediately).
     public mutating func onPlayerPlayImmediately(id: UInt32, rate: Double?, view: GroupView, now: LocalTime) -> [Directive] {
         guard let p = players[id] else { return [.reply(.refused(.unknownPlayer))] }
         guard let item = p.item else { return [.reply(.refused(.noItem))] }
-        return onCommand(.play(rate: rate), item: item, reason: .playImmediately, view: view, now: now)
+        return onCommand(.play(rate: rate), item: item, reason: .playImmediately, by: p.info.name, view: view, now: now)
     }
 
     /// The player reports that at `at` it was at `position`.
@@ -182,7 +182,7 @@ public struct Coordinator: Sendable {
         players[id] = p
         var out: [Directive] = [.tell(id, .suspension(began: false, id: sid, reason: ended.reason, imposed: false))]
         if let position = proposedPosition, let item = p.item, !p.solo {
-            let moved = onCommand(.seek(position: position), item: item, reason: .suspensionEnded, view: view, now: now)
+            let moved = onCommand(.seek(position: position), item: item, reason: .suspensionEnded, by: p.info.name, view: view, now: now)
             if let refusal = moved.first(where: { if case .reply(.refused) = $0 { true } else { false } }) { return [refusal] + out + [publish()] }
             out += moved.filter { if case .reply = $0 { false } else { true } }
         }
@@ -193,13 +193,13 @@ public struct Coordinator: Sendable {
 
     /// Issues `command` for `item` (default: the group's current item), anchored a lead time in
     /// the future when it moves a playing timeline.
-    public func onCommand(_ command: GroupCommand, item: ItemID? = nil, reason: CommandReason?, view: GroupView, now: LocalTime) -> [Directive] {
+    public func onCommand(_ command: GroupCommand, item: ItemID? = nil, reason: CommandReason?, by: String? = nil, view: GroupView, now: LocalTime) -> [Directive] {
         switch command {
         case .load(let id, let metadata):
-            return [.reply(.done)] + load(id, metadata, view: view, now: now, reason: reason)
+            return [.reply(.done)] + load(id, metadata, by: by, view: view, now: now, reason: reason)
         case .stop:
             let target = (item ?? view.state.current?.item).flatMap { view.state.items[$0] != nil ? $0 : nil }
-            return [.reply(.done), .propose(Proposal(item: target, command: .stop, reason: reason, at: now))]
+            return [.reply(.done), .propose(Proposal(item: target, command: .stop, reason: reason, by: by, at: now))]
         default:
             guard let id = item ?? view.state.current?.item, let existing = view.state.items[id] else { return [.reply(.refused(.noItem))] }
             guard let current = view.timelines.timeline(of: existing, now: now) else { return [.reply(.refused(.clockUnknown(existing.clock)))] }
@@ -213,7 +213,7 @@ public struct Coordinator: Sendable {
                 case .setRate(let rate): op = .rate(rate)
                 case .load, .stop: return [.reply(.done)]
                 }
-                return [.reply(.done), .propose(Proposal(item: id, command: op, reason: reason, at: timeline.anchorTime, result: timeline))]
+                return [.reply(.done), .propose(Proposal(item: id, command: op, reason: reason, by: by, at: timeline.anchorTime, result: timeline))]
             case .failure(let error):
                 return [.reply(.refused(error))]
             }
@@ -221,8 +221,8 @@ public struct Coordinator: Sendable {
     }
 
     /// `item` becomes the group's item; its timeline starts paused at 0 if it has none yet.
-    private func load(_ item: ItemID, _ metadata: ItemMetadata, view: GroupView, now: LocalTime, reason: CommandReason? = nil) -> [Directive] {
-        [.propose(Proposal(item: item, command: .load(metadata), reason: reason, at: now))]
+    private func load(_ item: ItemID, _ metadata: ItemMetadata, by: String? = nil, view: GroupView, now: LocalTime, reason: CommandReason? = nil) -> [Directive] {
+        [.propose(Proposal(item: item, command: .load(metadata), reason: reason, by: by, at: now))]
     }
 
     /// The new timeline (on the local clock) that `command` makes of `current` (the group's
@@ -386,7 +386,7 @@ public struct Coordinator: Sendable {
             held.insert(item)
             let at = now + leadTime(for: item, view: view, now: now)
             let hold = Timeline(phase: .waiting, anchorTime: at, position: timeline.position(at: at), rate: record.timeline.rate)
-            out.append(.propose(Proposal(item: item, command: .hold(suspension.reason), reason: .waiting(suspension.reason), at: at, result: hold)))
+            out.append(.propose(Proposal(item: item, command: .hold(suspension.reason), reason: .waiting(suspension.reason), by: p.info.name, at: at, result: hold)))
         }
         for record in view.state.items.values.sorted(by: { $0.item < $1.item }) where record.timeline.phase == .waiting {
             guard isResponsibleForStart(record, view: view) else { continue }

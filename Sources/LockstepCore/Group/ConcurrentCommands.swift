@@ -8,10 +8,13 @@ public struct ConcurrentCommands: Equatable, Hashable, Sendable {
         public var stamp: Stamp
         public var item: ItemID?
         public var action: Action
-        public init(stamp: Stamp, item: ItemID?, action: Action) {
+        /// The player whose user caused it, when a player did.
+        public var by: String?
+        public init(stamp: Stamp, item: ItemID?, action: Action, by: String? = nil) {
             self.stamp = stamp
             self.item = item
             self.action = action
+            self.by = by
         }
     }
 

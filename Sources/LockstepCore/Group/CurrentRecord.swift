@@ -3,11 +3,14 @@
 public struct CurrentRecord: Equatable, Hashable, Sendable, Codable {
     public var item: ItemID?
     public var metadata: ItemMetadata
+    /// The player whose user loaded or stopped it, when a player did.
+    public var by: String?
     public var stamp: Stamp
 
-    public init(item: ItemID?, metadata: ItemMetadata = .init(), stamp: Stamp) {
+    public init(item: ItemID?, metadata: ItemMetadata = .init(), by: String? = nil, stamp: Stamp) {
         self.item = item
         self.metadata = metadata
+        self.by = by
         self.stamp = stamp
     }
 }

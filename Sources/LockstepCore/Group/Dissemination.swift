@@ -62,7 +62,7 @@ public struct Dissemination: Sendable {
         let result = proposal.result.map { $0.moved(to: at) }
         let reportsBefore = replica.log.reportsTotal
         let ops = replica.issue(
-            item: proposal.item, command: proposal.command, reason: proposal.reason, basis: basis, at: at, originAt: PeerTime(ours: proposal.at),
+            item: proposal.item, command: proposal.command, reason: proposal.reason, by: proposal.by, basis: basis, at: at, originAt: PeerTime(ours: proposal.at),
             basisBound: bound.clamped(to: Limits.relayBoundNs), result: result, stampTime: clock.stampTime(at: now), to: peers, rtt: rtt, now: now)
         var out: [Directive] = []
         for op in ops { out += peers.map { .send(.operation(op, wantsAck: true), to: $0) } }

@@ -26,6 +26,9 @@ public struct GroupOperation: Hashable, Sendable, Codable {
     public var command: OperationCommand
     /// Why, when not a plain user command.
     public var reason: CommandReason?
+    /// The player whose user caused it (its name, at most ``PlayerStatus/maxNameBytes``), when a
+    /// player did; nil for the CLI, tools and the agent itself.
+    public var by: String?
     public var basis: PeerID
     public var at: PeerTime
     public var originAt: PeerTime
@@ -34,7 +37,7 @@ public struct GroupOperation: Hashable, Sendable, Codable {
     public var result: Timeline<PeerTime>?
 
     public init(
-        stamp: Stamp, heads: [OperationID], item: ItemID?, command: OperationCommand, reason: CommandReason? = nil,
+        stamp: Stamp, heads: [OperationID], item: ItemID?, command: OperationCommand, reason: CommandReason? = nil, by: String? = nil,
         basis: PeerID, at: PeerTime, originAt: PeerTime, basisBound: TimeSpan = .zero, result: Timeline<PeerTime>? = nil
     ) {
         self.stamp = stamp
@@ -42,6 +45,7 @@ public struct GroupOperation: Hashable, Sendable, Codable {
         self.item = item
         self.command = command
         self.reason = reason
+        self.by = by.map { $0.truncated(toUTF8: PlayerStatus.maxNameBytes) }.flatMap { $0.isEmpty ? nil : $0 }
         self.basis = basis
         self.at = at
         self.originAt = originAt

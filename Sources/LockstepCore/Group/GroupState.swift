@@ -30,7 +30,7 @@ public struct GroupState: Equatable, Hashable, Sendable {
             return false
         case .load(let metadata):
             guard let item = op.item else { return false }
-            current = CurrentRecord(item: item, metadata: metadata, stamp: op.stamp)
+            current = CurrentRecord(item: item, metadata: metadata, by: op.by, stamp: op.stamp)
             if var r = items[item] {
                 r.metadata = metadata
                 put(r)
@@ -39,7 +39,7 @@ public struct GroupState: Equatable, Hashable, Sendable {
                 put(record(for: op, item: item, metadata: metadata, timeline: t))
             }
         case .stop:
-            current = CurrentRecord(item: nil, stamp: op.stamp)
+            current = CurrentRecord(item: nil, by: op.by, stamp: op.stamp)
             if let item = op.item, let r = items[item], r.timeline.phase != .stopped || r.timeline.position != .zero {
                 let t = Timeline(phase: .stopped, anchorTime: op.at, position: .zero, rate: r.timeline.rate)
                 put(record(for: op, item: item, metadata: r.metadata, timeline: t))
@@ -96,7 +96,7 @@ public struct GroupState: Equatable, Hashable, Sendable {
         let fits = timeline.anchorTime == op.at
         return ItemRecord(
             item: item, metadata: metadata, timeline: timeline, clock: op.basis, alternate: fits ? alternate : nil,
-            action: op.command.action ?? .load, reason: op.reason, stamp: op.stamp)
+            action: op.command.action ?? .load, reason: op.reason, by: op.by, stamp: op.stamp)
     }
 
     private mutating func put(_ r: ItemRecord) {

@@ -14,12 +14,14 @@ public struct ItemRecord: Equatable, Hashable, Sendable, Codable {
     public var action: Action
     /// Why the origin issued it, when not a plain user command. Informational only.
     public var reason: CommandReason?
+    /// The player whose user caused it, when a player did.
+    public var by: String?
     /// The operation that last changed this register (its origin caused the change).
     public var stamp: Stamp
 
     public init(
         item: ItemID, metadata: ItemMetadata = .init(), timeline: Timeline<PeerTime>, clock: PeerID, alternate: RelayedAnchor? = nil,
-        action: Action, reason: CommandReason? = nil, stamp: Stamp
+        action: Action, reason: CommandReason? = nil, by: String? = nil, stamp: Stamp
     ) {
         self.item = item
         self.metadata = metadata
@@ -28,6 +30,7 @@ public struct ItemRecord: Equatable, Hashable, Sendable, Codable {
         self.alternate = alternate
         self.action = action
         self.reason = reason
+        self.by = by
         self.stamp = stamp
     }
 }

@@ -123,7 +123,7 @@ public struct OperationLog: Sendable {
     /// in order: a `join` first when the frontier is wider than an operation with an item may
     /// carry.
     public mutating func issue(
-        item: ItemID?, command: OperationCommand, reason: CommandReason?, basis: PeerID, at: PeerTime, originAt: PeerTime,
+        item: ItemID?, command: OperationCommand, reason: CommandReason?, by: String? = nil, basis: PeerID, at: PeerTime, originAt: PeerTime,
         basisBound: TimeSpan, result: Timeline<PeerTime>?, stampTime: Int64
     ) -> [GroupOperation] {
         var out: [GroupOperation] = []
@@ -131,8 +131,8 @@ public struct OperationLog: Sendable {
             let t = max(stampTime, time == .min ? stampTime : time.addingSaturating(1))
             let stamp = Stamp(time: t, origin: me.peer, incarnation: me.incarnation, seq: applied[me] + 1)
             return GroupOperation(
-                stamp: stamp, heads: heads, item: item, command: command, reason: reason, basis: basis, at: at, originAt: originAt,
-                basisBound: basisBound, result: result)
+                stamp: stamp, heads: heads, item: item, command: command, reason: reason, by: command == .join ? nil : by, basis: basis, at: at,
+                originAt: originAt, basisBound: basisBound, result: result)
         }
         var heads = frontier.sorted()
         let limit = item == nil ? GroupOperation.maxHeads : GroupOperation.maxInlineHeads
@@ -207,12 +207,12 @@ public struct OperationLog: Sendable {
         frontier.insert(op.id)
         if members.contains(op.stamp.replica) { knowledge[op.stamp.replica, default: VersionVector()].merge(past) }
 
-        if op.command != .join, let action = op.command.action {
+        if op.command != .join, op.command.action != nil {
             let others = log.filter { !past.contains($0.op.id) && $0.op.command != .join }
             if !others.isEmpty {
-                let summary = { (o: GroupOperation) in ConcurrentCommands.Command(stamp: o.stamp, item: o.item, action: o.command.action ?? .load) }
+                let summary = { (o: GroupOperation) in ConcurrentCommands.Command(stamp: o.stamp, item: o.item, action: o.command.action ?? .load, by: o.by) }
                 reportsTotal += 1
-                reports.append(ConcurrentCommands(command: .init(stamp: op.stamp, item: op.item, action: action), with: others.map { summary($0.op) }))
+                reports.append(ConcurrentCommands(command: summary(op), with: others.map { summary($0.op) }))
                 if reports.count > configuration.maxReports { reports.removeFirst(reports.count - configuration.maxReports) }
             }
         }

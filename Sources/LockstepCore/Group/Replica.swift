@@ -51,11 +51,11 @@ public struct Replica: Sendable {
     /// Issues an operation (see ``OperationLog/issue(item:command:reason:basis:at:originAt:basisBound:result:stampTime:)``)
     /// and queues what it sends for every peer in `peers`.
     public mutating func issue(
-        item: ItemID?, command: OperationCommand, reason: CommandReason?, basis: PeerID, at: PeerTime, originAt: PeerTime, basisBound: TimeSpan,
-        result: Timeline<PeerTime>?, stampTime: Int64, to peers: [PeerID], rtt: (PeerID) -> TimeSpan?, now: LocalTime
+        item: ItemID?, command: OperationCommand, reason: CommandReason?, by: String? = nil, basis: PeerID, at: PeerTime, originAt: PeerTime,
+        basisBound: TimeSpan, result: Timeline<PeerTime>?, stampTime: Int64, to peers: [PeerID], rtt: (PeerID) -> TimeSpan?, now: LocalTime
     ) -> [GroupOperation] {
         let ops = log.issue(
-            item: item, command: command, reason: reason, basis: basis, at: at, originAt: originAt, basisBound: basisBound, result: result,
+            item: item, command: command, reason: reason, by: by, basis: basis, at: at, originAt: originAt, basisBound: basisBound, result: result,
             stampTime: stampTime)
         for op in ops {
             var awaiting: [PeerID: (next: LocalTime, attempts: Int)] = [:]

@@ -34,6 +34,7 @@ extension PeerMessage {
             w.u8(r.item != nil ? 1 : 0)
             if let item = r.item { w.string(item.value) }
             Self.write(r.metadata, into: &w)
+            w.string(r.by ?? "")
             Self.write(r.stamp, into: &w)
         case .checkpointVector(let entries):
             let kept = entries.prefix(PeerMessage.maxCheckpointEntries)
@@ -147,6 +148,7 @@ extension PeerMessage {
         case .join: w.u8(OperationCode.join.rawValue)
         }
         w.string(op.reason?.text ?? "")
+        w.string(op.by ?? "")
         w.raw(op.basis.bytes)
         w.i64(op.at.ns)
         w.i64(op.originAt.ns)
@@ -175,6 +177,7 @@ extension PeerMessage {
         }
         w.u8(r.action.rawValue)
         w.string(r.reason?.text ?? "")
+        w.string(r.by ?? "")
         write(r.stamp, into: &w)
     }
 
@@ -223,7 +226,8 @@ extension PeerMessage {
             let flags = try readFlags(&r, allowed: 1)
             let item = flags & 1 != 0 ? try readItem(&r) : nil
             let metadata = try readMetadata(&r)
-            message = .currentRegister(CurrentRecord(item: item, metadata: metadata, stamp: try readStamp(&r)))
+            let by = try readBy(&r)
+            message = .currentRegister(CurrentRecord(item: item, metadata: metadata, by: by, stamp: try readStamp(&r)))
         case .checkpointVector:
             let n = Int(try r.u8("entries.count"))
             guard n <= maxCheckpointEntries else { throw .tooLong(field: "entries", limit: maxCheckpointEntries) }
@@ -336,6 +340,12 @@ extension PeerMessage {
         return Timeline(phase: phase, anchorTime: PeerTime(ns: anchor), position: MediaPosition(clamping: position), rate: rate)
     }
 
+    /// A player's name (empty: none), as players name themselves.
+    static func readBy(_ r: inout ByteReader) throws(DecodeError) -> String? {
+        let by = try r.string("by", limit: PlayerStatus.maxNameBytes)
+        return by.isEmpty ? nil : by
+    }
+
     static func readReason(_ r: inout ByteReader) throws(DecodeError) -> CommandReason? {
         let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
         return reason.isEmpty ? nil : CommandReason(text: reason)
@@ -372,13 +382,15 @@ extension PeerMessage {
         case .stop: break
         }
         let reason = try readReason(&r)
+        let by = try readBy(&r)
+        if command == .join, by != nil { throw .invalid(field: "by") }
         let basis = try readPeer(&r, "basis")
         let at = try r.i64("at", within: Limits.instantNs)
         let originAt = try r.i64("origin_at", within: Limits.instantNs)
         let bound = try r.i64("basis_bound", within: Limits.relayBoundNs)
         let result = flags & 2 != 0 ? try readTimeline(&r) : nil
         return GroupOperation(
-            stamp: stamp, heads: heads, item: item, command: command, reason: reason, basis: basis, at: PeerTime(ns: at),
+            stamp: stamp, heads: heads, item: item, command: command, reason: reason, by: by, basis: basis, at: PeerTime(ns: at),
             originAt: PeerTime(ns: originAt), basisBound: .nanoseconds(bound), result: result)
     }
 
@@ -411,8 +423,10 @@ extension PeerMessage {
         }
         guard let action = Action(rawValue: try r.u8("action")) else { throw .invalid(field: "action") }
         let reason = try readReason(&r)
+        let by = try readBy(&r)
         let stamp = try readStamp(&r)
-        return ItemRecord(item: item, metadata: metadata, timeline: timeline, clock: clock, alternate: alternate, action: action, reason: reason, stamp: stamp)
+        return ItemRecord(
+            item: item, metadata: metadata, timeline: timeline, clock: clock, alternate: alternate, action: action, reason: reason, by: by, stamp: stamp)
     }
 
     static func readPlayer(_ r: inout ByteReader) throws(DecodeError) -> PlayerStatus {

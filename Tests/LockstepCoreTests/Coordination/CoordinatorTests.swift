@@ -47,7 +47,7 @@ struct CoordinatorTests {
         var k = Self.coordinator()
         let d = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(title: "Night"), solo: false, view: Self.view(), now: Self.t0)
         #expect(d.first == .reply(.loaded(.proposed, Self.film)))
-        #expect(Self.proposals(d) == [Proposal(item: Self.film, command: .load(ItemMetadata(title: "Night")), at: Self.t0)])
+        #expect(Self.proposals(d) == [Proposal(item: Self.film, command: .load(ItemMetadata(title: "Night")), by: "tv", at: Self.t0)])
     }
 
     @Test("loading an item the group has a timeline for adopts it; a solo load proposes nothing")
@@ -181,6 +181,19 @@ struct CoordinatorTests {
         let past = MediaPosition(clamping: 61_000_000_000)
         #expect(k.onCommand(.seek(position: past), reason: nil, view: view, now: Self.t0) == [.reply(.refused(.positionPastEnd(past, duration: .seconds(60))))])
         #expect(k.onCommand(.seek(position: MediaPosition(clamping: 60_000_000_000)), reason: nil, view: view, now: Self.t0).first == .reply(.done))
+    }
+
+    @Test("a player's intent names the player, so that every peer can say whose user caused the change; a command from the CLI names none")
+    func intentNamesThePlayer() {
+        var k = Self.coordinator()
+        let view = Self.view([Self.record(.paused)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: view, now: Self.t0)
+        #expect(Self.proposals(k.onPlayerIntent(id: 1, .pause, view: view, now: Self.t0)).first?.by == "tv")
+        #expect(Self.proposals(k.onPlayerIntent(id: 1, .seek(position: .zero), view: view, now: Self.t0)).first?.by == "tv")
+        #expect(Self.proposals(k.onCommand(.seek(position: .zero), reason: nil, view: view, now: Self.t0)).first?.by == nil)
+        var state = GroupState()
+        state.apply(GroupOperation(stamp: Stamp(time: 1, origin: Self.me, incarnation: 1, seq: 1), heads: [], item: Self.film, command: .load(ItemMetadata()), by: "tv", basis: Self.me, at: PeerTime(ns: 1), originAt: PeerTime(ns: 1)))
+        #expect(state.items[Self.film]?.by == "tv" && state.current?.by == "tv")
     }
 
     @Test("a command on an item the group does not have is refused")
