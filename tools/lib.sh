@@ -12,6 +12,8 @@ LOCKSTEP_PACKAGES_players=(mpv ffmpeg)                                   # the r
 LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps)  # discovery; ip, unshare, nsenter, ps
 LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
 LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts
+LOCKSTEP_PACKAGES_package=(dpkg-dev binutils lintian)                    # tools/package: shlibdeps, strip, lintian
+LOCKSTEP_PACKAGES_prove=(systemd adduser avahi-daemon libavahi-compat-libdnssd1 nftables)  # tools/packaging/prove, doctor lab tests
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
