@@ -17,6 +17,9 @@ public struct Diagnosis: Sendable {
         public var latencyNs: Int64 = 1_000_000_000
         /// A peer heard from less than this long ago counts as heard now.
         public var recentNs: Int64 = 10_000_000_000
+        /// A reachable peer whose last clock sample is older than this does not answer probes
+        /// (the agent probes every peer several times a second).
+        public var staleSampleNs: Int64 = 3_000_000_000
 
         public init() {}
     }
@@ -155,15 +158,23 @@ public struct Diagnosis: Sendable {
         var problems: [String] = []
         var fixes: [String] = []
         var failed = false
+        for p in known where p.state == "reachable" {
+            // Heard, but its answers to this agent's probes stopped: one way is blocked.
+            if let c = o.clock?.peers.first(where: { $0.peerID == p.peerID }), c.lastSampleAgeNs > limits.staleSampleNs {
+                problems.append("\(p.name) is heard but has not answered this device for \(Human.duration(ns: c.lastSampleAgeNs)) (\(c.lost) probes lost): a firewall on \(p.name) drops its UDP port")
+                fixes.append("on \(p.name): allow its UDP port in (lockstep status shows it), then lockstep doctor there")
+                failed = true
+            }
+        }
         for p in known where p.state != "reachable" {
             let heardRecently = p.lastHeardAgoNs.map { $0 < limits.recentNs } ?? false
             let address = p.preferred ?? p.addresses.first ?? "no address"
-            if p.state == "lost" {
+            if nothingArrives {
+                problems.append("\(p.name) (\(address)) does not answer: nothing reaches this device (see udp port)")
+            } else if p.state == "lost" {
                 let heard = p.lastHeardAgoNs.map { ", last heard \(Human.duration(ns: $0)) ago" } ?? ""
                 problems.append("\(p.name) was reachable and is lost since \(Human.duration(ns: p.stateAgeNs))\(heard): switched off, removed, its agent stopped, or a firewall on it since")
                 fixes.append("if \(p.name) is gone for good, nothing to do; else run lockstep doctor on \(p.name)")
-            } else if nothingArrives {
-                problems.append("\(p.name) (\(address)) does not answer: nothing reaches this device (see udp port)")
             } else if heardRecently {
                 problems.append("\(p.name) (\(address)) is heard but does not hear this device: a firewall on \(p.name) drops its UDP port")
                 fixes.append("on \(p.name): allow its UDP port in (lockstep status shows it), then lockstep doctor there")
