@@ -13,7 +13,7 @@ LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps 
 LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
 LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts
 LOCKSTEP_PACKAGES_package=(dpkg-dev binutils lintian)                    # tools/package: shlibdeps, strip, lintian
-LOCKSTEP_PACKAGES_prove=(systemd adduser avahi-daemon libavahi-compat-libdnssd1)  # tools/packaging/prove: systemd-analyze, the .deb's dependencies
+LOCKSTEP_PACKAGES_prove=(systemd systemd-container adduser avahi-daemon libavahi-compat-libdnssd1 dbus)  # tools/packaging/prove: systemd-analyze, nspawn, the .deb's dependencies
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -31,8 +31,12 @@ public struct CommonOptions: ParsableArguments {
     static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment, exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String {
         let own = PlayerProtocol.defaultSocketPath(environment: environment)
         if environment["LOCKSTEP_SOCKET"].map({ !$0.isEmpty }) == true || exists(own) { return own }
-        return exists(systemSocketPath) ? systemSocketPath : own
+        // The directory, not the socket: a user outside the lockstep group cannot look inside
+        // it, and should then hear "not allowed", not "no agent".
+        return exists(systemSocketDirectory) ? systemSocketPath : own
     }
+
+    static let systemSocketDirectory = "/run/lockstep"
 
     /// Where the system service (lockstep.service) serves.
     static let systemSocketPath = "/run/lockstep/agent.sock"

@@ -200,7 +200,8 @@ struct DiagnosisTests {
     @Test("without --socket, the CLI uses the system agent's socket when only it exists")
     func socketFallback() {
         let env = ["XDG_RUNTIME_DIR": "/run/user/1000"]
-        #expect(CommonOptions.defaultSocketPath(environment: env, exists: { $0 == "/run/lockstep/agent.sock" }) == "/run/lockstep/agent.sock")
+        #expect(CommonOptions.defaultSocketPath(environment: env, exists: { $0 == "/run/lockstep" }) == "/run/lockstep/agent.sock")
+        #expect(CommonOptions.defaultSocketPath(environment: env, exists: { _ in false }) == (getuid() == 0 ? "/run/lockstep/agent.sock" : "/run/user/1000/lockstep/agent.sock"))
         #expect(CommonOptions.defaultSocketPath(environment: env, exists: { _ in true }) == (getuid() == 0 ? "/run/lockstep/agent.sock" : "/run/user/1000/lockstep/agent.sock"))
         #expect(CommonOptions.defaultSocketPath(environment: env.merging(["LOCKSTEP_SOCKET": "/x.sock"]) { $1 }, exists: { _ in true }) == "/x.sock")
     }
