@@ -9,9 +9,11 @@ export AVAHI_COMPAT_NOWARN=1
 # reads these through a nameref).
 LOCKSTEP_PACKAGES_build=(libavahi-compat-libdnssd-dev)                    # the DNS-SD C API
 LOCKSTEP_PACKAGES_players=(mpv ffmpeg)                                   # the real player and test media
-LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps)  # discovery; ip, unshare, nsenter, ps
+LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps nftables)  # discovery; ip, unshare, nsenter, ps; a firewall for lockstep doctor's tests
 LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
 LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts
+LOCKSTEP_PACKAGES_package=(dpkg-dev binutils lintian)                    # tools/package: shlibdeps, strip, lintian
+LOCKSTEP_PACKAGES_prove=(systemd systemd-container adduser avahi-daemon libavahi-compat-libdnssd1 dbus)  # tools/packaging/prove: systemd-analyze, nspawn, the .deb's dependencies
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -9,14 +9,14 @@ public struct LockstepCommand: AsyncParsableCommand {
         commandName: "lockstep",
         abstract: "Inspect and drive the local Lockstep agent.",
         version: LockstepVersion.current,
-        subcommands: [Status.self, Peers.self, Clock.self, State.self, Watch.self, Play.self, Pause.self, Seek.self, Rate.self, Stop.self, Load.self, Players.self, Suspend.self, Resume.self, Group.self, Mpv.self])
+        subcommands: [Status.self, Peers.self, Clock.self, State.self, Watch.self, Play.self, Pause.self, Seek.self, Rate.self, Stop.self, Load.self, Players.self, Suspend.self, Resume.self, Group.self, Mpv.self, Doctor.self])
 
     public init() {}
 }
 
 /// Options every subcommand takes.
 public struct CommonOptions: ParsableArguments {
-    @Option(help: "The agent's socket. Default: $LOCKSTEP_SOCKET, else $XDG_RUNTIME_DIR/lockstep/agent.sock (/run/lockstep/agent.sock as root).")
+    @Option(help: "The agent's socket. Default: $LOCKSTEP_SOCKET, else $XDG_RUNTIME_DIR/lockstep/agent.sock (/run/lockstep/agent.sock as root, or when only the system agent runs).")
     public var socket: String?
 
     @Flag(help: "Print JSON instead of a table.")
@@ -24,7 +24,22 @@ public struct CommonOptions: ParsableArguments {
 
     public init() {}
 
-    public var socketPath: String { socket ?? PlayerProtocol.defaultSocketPath() }
+    public var socketPath: String { socket ?? Self.defaultSocketPath() }
+
+    /// `$LOCKSTEP_SOCKET`, else this user's agent, else the system agent's socket when only it
+    /// exists (a desktop user in the lockstep group talking to the packaged service).
+    static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment, exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String {
+        let own = PlayerProtocol.defaultSocketPath(environment: environment)
+        if environment["LOCKSTEP_SOCKET"].map({ !$0.isEmpty }) == true || exists(own) { return own }
+        // The directory, not the socket: a user outside the lockstep group cannot look inside
+        // it, and should then hear "not allowed", not "no agent".
+        return exists(systemSocketDirectory) ? systemSocketPath : own
+    }
+
+    static let systemSocketDirectory = "/run/lockstep"
+
+    /// Where the system service (lockstep.service) serves.
+    static let systemSocketPath = "/run/lockstep/agent.sock"
 
     /// Connects, runs `body`, and turns every failure into one line on stderr and exit code 1.
     public func withAgent<T: Sendable>(_ body: (LockstepClient) async throws -> T) async throws -> T {
