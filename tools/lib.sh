@@ -12,16 +12,17 @@ LOCKSTEP_PACKAGES_players=(mpv ffmpeg)                                   # the r
 LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps)  # discovery; ip, unshare, nsenter, ps
 LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
 LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts
+LOCKSTEP_PACKAGES_python=(python3 python3-venv)                          # the Python SDK's tests (a fresh venv)
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Installs whatever is missing of the package groups named (build, players, lab, reference, lint;
+# Installs whatever is missing of the package groups named (build, players, lab, reference, lint, python;
 # all of them by default). Services are kept from starting while packages install (a chronyd
 # started by its package could set this machine's clock).
 ensure_packages() {
   local groups=("$@") wanted=() missing=()
-  [ ${#groups[@]} -eq 0 ] && groups=(build players lab reference lint)
+  [ ${#groups[@]} -eq 0 ] && groups=(build players lab reference lint python)
   for g in "${groups[@]}"; do
     local -n list="LOCKSTEP_PACKAGES_$g"
     wanted+=("${list[@]}")
