@@ -8,7 +8,7 @@ export AVAHI_COMPAT_NOWARN=1
 # Debian packages Lockstep needs, by what needs them (ensure_packages takes group names and
 # reads these through a nameref).
 LOCKSTEP_PACKAGES_build=(libavahi-compat-libdnssd-dev)                    # the DNS-SD C API
-LOCKSTEP_PACKAGES_players=(mpv ffmpeg)                                   # the real player and test media
+LOCKSTEP_PACKAGES_players=(mpv ffmpeg python3-gst-1.0 gir1.2-gstreamer-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good)  # the real players (mpv, GStreamer) and test media
 LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps)  # discovery; ip, unshare, nsenter, ps
 LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
 LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts

@@ -16,7 +16,8 @@ import LockstepPlayerProtocol
 ///     stall     h2's mpv is frozen (SIGSTOP) for `stall` s, then SIGCONT; watched for `watch` s
 ///
 /// Spread windows open `settle` s after each command and close at the next one (steady: the
-/// whole phase; stall: its last 5 s). Reaction latency: from the host time the command was
+/// whole phase; stall: its last 5 s); "first second" is the second from 0.1 s after the last
+/// player started moving after each play (the start itself). Reaction latency: from the host time the command was
 /// written to the user's mpv to the instant another player started moving, stopped, or jumped,
 /// found from that player's track (``PositionTrack/startedMoving(after:before:)``…).
 struct MpvScript: Sendable {
@@ -65,6 +66,11 @@ struct MpvRecording: Sendable {
 struct MpvResult: Sendable {
     /// Spreads (max − min of the three positions at each 10 ms instant), seconds, by scenario.
     var spreads: [String: [Double]] = [:]
+    /// The same for each pair of hosts (|a − b|), by ``pairKey(_:_:_:)``: which player is off.
+    var pairs: [String: [Double]] = [:]
+
+    /// "steady|h1-h2": hosts by 0-based index.
+    static func pairKey(_ scenario: String, _ a: Int, _ b: Int) -> String { "\(scenario)|h\(a + 1)-h\(b + 1)" }
     /// Reaction latencies of the other hosts, seconds, by command.
     var reactions: [MpvAction.Kind: [Double]] = [:]
     /// Reaction latencies of the acting host's own mpv (the IPC round), seconds.
@@ -80,6 +86,7 @@ struct MpvResult: Sendable {
     /// Pools another run's results into these.
     mutating func merge(_ other: MpvResult) {
         spreads.merge(other.spreads) { $0 + $1 }
+        pairs.merge(other.pairs) { $0 + $1 }
         reactions.merge(other.reactions) { $0 + $1 }
         ownReactions.merge(other.ownReactions) { $0 + $1 }
         missed.merge(other.missed) { $0 + $1 }
@@ -105,7 +112,7 @@ struct MpvStall: Sendable {
 }
 
 enum MpvScenarios {
-    static let names = ["start", "paused", "resume", "seek", "steady", "after stall"]
+    static let names = ["first second", "start", "paused", "resume", "seek", "steady", "after stall"]
 
     /// Runs the script against `system` on `hosts` of `lab`, returns the recording.
     static func record(
@@ -210,8 +217,21 @@ enum MpvScenarios {
 
     static func analyse(_ r: MpvRecording, script: MpvScript) -> MpvResult {
         var result = MpvResult()
-        for w in r.windows {
+        var windows = r.windows
+        // The start itself: the first second after every player is moving (after each play).
+        for a in r.actions where a.kind == .play {
+            let moving = r.tracks.map { $0.startedMoving(after: a.at, before: a.at + 3 * Nanos.second) }
+            guard moving.allSatisfy({ $0 != nil }), let last = moving.compactMap({ $0 }).max() else { continue }
+            let from = last + 100 * Nanos.millisecond
+            windows.append(MpvWindow(scenario: "first second", from: from, to: from + Nanos.second))
+        }
+        for w in windows {
             result.spreads[w.scenario, default: []] += spreads(r.tracks, from: w.from, to: w.to)
+            for i in r.tracks.indices {
+                for j in r.tracks.indices where j > i {
+                    result.pairs[MpvResult.pairKey(w.scenario, i, j), default: []] += spreads([r.tracks[i], r.tracks[j]], from: w.from, to: w.to)
+                }
+            }
         }
         for a in r.actions {
             let limit = a.at + 3 * Nanos.second
