@@ -214,6 +214,24 @@ struct MpvBench: AsyncParsableCommand {
         }
         report.tables["offset between two hosts |a - b|, p95 (ms)"] = pairRows
 
+        // Against the group's timeline (as the GStreamer player was told it, on the lab's one clock).
+        var timelineRows: [[String: String]] = []
+        for (name, result) in results where !result.timelineErrors.isEmpty {
+            let hosts = Set(result.timelineErrors.keys.compactMap { $0.split(separator: "|").last.map(String.init) }).sorted()
+            for scenario in MpvScenarios.names {
+                var row = ["_order": (["system", "scenario"] + hosts).joined(separator: ","), "system": name, "scenario": scenario]
+                for host in hosts {
+                    let stats = Stats(result.timelineErrors["\(scenario)|\(host)"] ?? [])
+                    row[host] = stats.count == 0 ? "-" : fmt(stats.percentile(95) * 1000, 2)
+                    if stats.count > 0 {
+                        setFigure(&report, "\(name)_timeline_error_\(host)_\(scenario.replacingOccurrences(of: " ", with: "_"))_p95_ms", stats.percentile(95) * 1000)
+                    }
+                }
+                timelineRows.append(row)
+            }
+        }
+        if !timelineRows.isEmpty { report.tables["error against the group timeline |position - timeline|, p95 (ms)"] = timelineRows }
+
         var reactionRows: [[String: String]] = []
         for kind in MpvAction.Kind.allCases {
             let stats = results.map { Stats($0.1.reactions[kind] ?? []) }
@@ -279,6 +297,13 @@ struct MpvBench: AsyncParsableCommand {
                 Stats(keys.flatMap { gst.pairs[MpvResult.pairKey(scenario, $0.0, $0.1)] ?? [] }).percentile(95)
             }
             for (scenario, target) in [("steady", 0.001), ("first second", 0.002)] {
+                let own = Stats(gst.timelineErrors["\(scenario)|h2"] ?? []), mpv = Stats(["h1", "h3"].flatMap { gst.timelineErrors["\(scenario)|\($0)"] ?? [] })
+                if own.count > 0 {
+                    report.goal(
+                        "GStreamer against the group timeline, \(scenario == "steady" ? "steady" : "first second of every start"): |error| p95",
+                        target: "<= \(fmt(target * 1000, 0)) ms",
+                        measured: "\(fine(own.percentile(95))) (the mpvs: \(fine(mpv.percentile(95))))", met: own.percentile(95) <= target)
+                }
                 let mine = pairs(scenario, [(0, 1), (1, 2)]), mpvs = pairs(scenario, [(0, 2)]), all = p95(gst, scenario)
                 report.goal(
                     "GStreamer against each mpv, \(scenario == "steady" ? "steady" : "first second of every start"): |offset| p95",

@@ -44,6 +44,12 @@ struct LockstepMpvSystem: MpvSyncSystem {
         return sockets
     }
 
+    /// The GStreamer player's log of its commands: what its agent told it, the group's timeline.
+    func timeline(lab: Lab) -> [GStreamerPlayer.Told]? {
+        guard let h = gstreamer.min() else { return nil }
+        return GStreamerPlayer.readTimeline(GStreamerPlayer.timelineLog(lab, h))
+    }
+
     func stop(lab: Lab, sockets: [String]) async {
         await quitPlayers(sockets)  // each bridge exits with its mpv
         if let dir = Self.logDirectory {

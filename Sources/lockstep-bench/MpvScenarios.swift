@@ -60,6 +60,13 @@ struct MpvRecording: Sendable {
     var stallStart: Int64
     var stallEnd: Int64
     var end: Int64
+    /// The group's timeline as a player was told it, when the system records it.
+    var timeline: [GStreamerPlayer.Told] = []
+
+    /// Where the group's timeline was at host time `t` (nil before the first command or without one).
+    func timelinePosition(at t: Int64) -> Double? {
+        timeline.last { $0.hostTimeNs <= t }?.position(at: t)
+    }
 }
 
 /// What one run measured, per system.
@@ -68,6 +75,9 @@ struct MpvResult: Sendable {
     var spreads: [String: [Double]] = [:]
     /// The same for each pair of hosts (|a − b|), by ``pairKey(_:_:_:)``: which player is off.
     var pairs: [String: [Double]] = [:]
+
+    /// |position − the group's timeline| per host ("steady|h2"), when the timeline is known.
+    var timelineErrors: [String: [Double]] = [:]
 
     /// "steady|h1-h2": hosts by 0-based index.
     static func pairKey(_ scenario: String, _ a: Int, _ b: Int) -> String { "\(scenario)|h\(a + 1)-h\(b + 1)" }
@@ -87,6 +97,7 @@ struct MpvResult: Sendable {
     mutating func merge(_ other: MpvResult) {
         spreads.merge(other.spreads) { $0 + $1 }
         pairs.merge(other.pairs) { $0 + $1 }
+        timelineErrors.merge(other.timelineErrors) { $0 + $1 }
         reactions.merge(other.reactions) { $0 + $1 }
         ownReactions.merge(other.ownReactions) { $0 + $1 }
         missed.merge(other.missed) { $0 + $1 }
@@ -122,7 +133,8 @@ enum MpvScenarios {
         let sockets = try await system.start(lab: lab, hosts: hosts, media: media, progress: progress)
         var stalledPid: pid_t = 0
         do {
-            let recording = try await perform(sockets: sockets, script: script, progress: progress, stalledPid: &stalledPid)
+            var recording = try await perform(sockets: sockets, script: script, progress: progress, stalledPid: &stalledPid)
+            recording.timeline = system.timeline(lab: lab) ?? []
             await system.stop(lab: lab, sockets: sockets)
             return recording
         } catch {
@@ -227,6 +239,15 @@ enum MpvScenarios {
         }
         for w in windows {
             result.spreads[w.scenario, default: []] += spreads(r.tracks, from: w.from, to: w.to)
+            for (h, track) in r.tracks.enumerated() where !r.timeline.isEmpty {
+                var t = w.from
+                while t < w.to {
+                    if let p = track.position(at: t), let expected = r.timelinePosition(at: t) {
+                        result.timelineErrors["\(w.scenario)|h\(h + 1)", default: []].append(abs(p - expected))
+                    }
+                    t += 10 * Nanos.millisecond
+                }
+            }
             for i in r.tracks.indices {
                 for j in r.tracks.indices where j > i {
                     result.pairs[MpvResult.pairKey(w.scenario, i, j), default: []] += spreads([r.tracks[i], r.tracks[j]], from: w.from, to: w.to)

@@ -21,6 +21,12 @@ protocol MpvSyncSystem: Sendable {
     func start(lab: Lab, hosts: [Int], media: String, progress: @Sendable (String) -> Void) async throws -> [String]
     /// Stops what ``start(lab:hosts:media:progress:)`` started (the lab is destroyed afterwards).
     func stop(lab: Lab, sockets: [String]) async
+    /// The group's timeline as a player was told it, when the system records it (nil: not known).
+    func timeline(lab: Lab) -> [GStreamerPlayer.Told]?
+}
+
+extension MpvSyncSystem {
+    func timeline(lab: Lab) -> [GStreamerPlayer.Told]? { nil }
 }
 
 extension MpvSyncSystem {

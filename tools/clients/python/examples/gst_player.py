@@ -48,7 +48,7 @@ except ImportError:  # run from the repository without installing the package
 
 from lockstep import (  # noqa: E402
     Capabilities, PauseCommand, PlayCommand, PlaybackCoordinator, PlayerDelegate, PositionSample, SeekCommand,
-    host_time_ns,
+    TimedCommand, host_time_ns,
 )
 
 log = logging.getLogger("gst-player")
@@ -60,7 +60,9 @@ PLAYBIN_AUDIO = 0x02 | 0x10
 class GstPlayer(PlayerDelegate):
     """A playbin driven by the coordinator's commands."""
 
-    def __init__(self, uri: str, video: bool, preroll_margin_ns: int) -> None:
+    def __init__(self, uri: str, video: bool, preroll_margin_ns: int, timeline_log: Optional[str] = None) -> None:
+        # Every command as told (the group's timeline on this host's clock), one JSON line each.
+        self.timeline_log = open(timeline_log, "a", buffering=1) if timeline_log else None
         self.pipeline = Gst.ElementFactory.make("playbin", "player")
         if self.pipeline is None:
             raise SystemExit("no playbin: install gstreamer1.0-plugins-base")
@@ -101,7 +103,12 @@ class GstPlayer(PlayerDelegate):
         self.pipeline.seek(rate if rate > 0 else 1.0, Gst.Format.TIME, flags, Gst.SeekType.SET, max(0, position_ns), Gst.SeekType.NONE, -1)
         self._wait_state()
 
+    def _told(self, command: TimedCommand, rate: float) -> None:
+        if self.timeline_log:
+            self.timeline_log.write(json.dumps({"host_time_ns": command.host_time_ns, "position_ns": command.item_time_ns, "rate": rate}) + "\n")
+
     async def play(self, command: PlayCommand) -> None:
+        self._told(command, command.rate)
         loop = asyncio.get_running_loop()
         # Preroll takes a few ms; a command due sooner is joined a little later where the group is then.
         start = max(command.host_time_ns, host_time_ns() + self.preroll_margin_ns)
@@ -119,6 +126,7 @@ class GstPlayer(PlayerDelegate):
         await self.play(PlayCommand(command.item, command.item_time_ns, command.host_time_ns, command.rate, command.originator))
 
     async def pause(self, command: PauseCommand) -> None:
+        self._told(command, 0.0)
         # Keep playing until the pause's instant, then stop exactly at its position.
         delay = (command.host_time_ns - host_time_ns()) / 1e9
         if self.playing and delay > 0:
@@ -211,13 +219,14 @@ async def main() -> None:
     parser.add_argument("--start-latency-ms", type=float, default=100.0, help="lead the player asks the agent for")
     parser.add_argument("--preroll-ms", type=float, default=30.0, help="least time a (re)start needs for its preroll")
     parser.add_argument("--video", action="store_true", help="decode video too (to a fakesink)")
+    parser.add_argument("--timeline-log", help="append every command as told (host time, position, rate) here, as JSON lines")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
 
     Gst.init(None)
     uri = args.media if "://" in args.media else Gst.filename_to_uri(os.path.abspath(args.media))
-    player = GstPlayer(uri, args.video, int(args.preroll_ms * MS))
+    player = GstPlayer(uri, args.video, int(args.preroll_ms * MS), args.timeline_log)
     await player.load()
     coordinator = PlaybackCoordinator(
         player, name=args.name, socket_path=args.socket, start_latency_ns=int(args.start_latency_ms * MS),
