@@ -51,13 +51,15 @@ extension Agent {
             let r = try request.decode(PlayImmediatelyRequest.self)
             run(node.onPlayerPlayImmediately(id: id, rate: r.rate, now: now), request, now: now)
         case "position":
+            _ = try playerID(of: client)
             let r = try request.decode(PositionReport.self)
-            let id = try playerWithItem(client)
             // A report from far away in time (a player with the wrong clock) says nothing of now.
             let age = hostClock.now().subtractingSaturating(r.hostTimeNs)
             guard age.magnitude <= PlayerLimits.reportAgeNs else {
                 throw ProtocolError(.invalidField, "host_time_ns must be within \(PlayerLimits.reportAgeNs / 1_000_000_000) s of the agent's host time (CLOCK_MONOTONIC), not \(age / 1_000_000) ms away")
             }
+            // Fields first, then the state: a bad report is named as such even before load.
+            let id = try playerWithItem(client)
             request.reply(EmptyResult())
             let position = MediaPosition(clamping: r.positionNs)
             execute(node.onPlayerPosition(id: id, position: position, at: localTime(r.hostTimeNs), now: now), now: now)
