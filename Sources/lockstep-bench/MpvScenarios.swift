@@ -135,6 +135,8 @@ enum MpvScenarios {
         do {
             var recording = try await perform(sockets: sockets, script: script, progress: progress, stalledPid: &stalledPid)
             recording.timeline = system.timeline(lab: lab) ?? []
+            let from = recording.actions.first.map { $0.at - 2 * Nanos.second } ?? recording.end
+            recording.tracks += system.loggedTracks(lab: lab, from: from, to: recording.end)
             await system.stop(lab: lab, sockets: sockets)
             return recording
         } catch {
