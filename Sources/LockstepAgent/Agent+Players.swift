@@ -13,6 +13,16 @@ extension Agent {
         return id
     }
 
+    /// The player id of `client` if it has an item loaded: readiness, position reports and
+    /// suspensions are about an item, so before `load` they are `invalid_state`.
+    func playerWithItem(_ client: ClientConnection) throws -> UInt32 {
+        let id = try playerID(of: client)
+        guard node.coordinator.players[id]?.item != nil else {
+            throw ProtocolError(.invalidState, "no item loaded; load one first")
+        }
+        return id
+    }
+
     /// Handles a player request; returns false if `type` is not one.
     func dispatchPlayer(_ type: String, _ request: Request, now: LocalTime) throws -> Bool {
         let client = request.client
@@ -30,7 +40,7 @@ extension Agent {
             let id = try playerID(of: client)
             run(node.onPlayerUnload(id: id, now: now), request, now: now)
         case "ready", "buffering":
-            let id = try playerID(of: client)
+            let id = try playerWithItem(client)
             run(node.onPlayerReadiness(id: id, type == "ready" ? .ready : .buffering, now: now), request, now: now)
         case "intent":
             let id = try playerID(of: client)
@@ -41,18 +51,20 @@ extension Agent {
             let r = try request.decode(PlayImmediatelyRequest.self)
             run(node.onPlayerPlayImmediately(id: id, rate: r.rate, now: now), request, now: now)
         case "position":
-            let id = try playerID(of: client)
+            _ = try playerID(of: client)
             let r = try request.decode(PositionReport.self)
             // A report from far away in time (a player with the wrong clock) says nothing of now.
             let age = hostClock.now().subtractingSaturating(r.hostTimeNs)
             guard age.magnitude <= PlayerLimits.reportAgeNs else {
                 throw ProtocolError(.invalidField, "host_time_ns must be within \(PlayerLimits.reportAgeNs / 1_000_000_000) s of the agent's host time (CLOCK_MONOTONIC), not \(age / 1_000_000) ms away")
             }
+            // Fields first, then the state: a bad report is named as such even before load.
+            let id = try playerWithItem(client)
             request.reply(EmptyResult())
             let position = MediaPosition(clamping: r.positionNs)
             execute(node.onPlayerPosition(id: id, position: position, at: localTime(r.hostTimeNs), now: now), now: now)
         case "begin_suspension":
-            let id = try playerID(of: client)
+            let id = try playerWithItem(client)
             let r = try request.decode(BeginSuspensionRequest.self)
             run(node.onPlayerBeginSuspension(id: id, reason: SuspensionReason(text: r.reason), now: now), request, now: now)
         case "end_suspension":

@@ -144,7 +144,12 @@ public enum PlayerJSON {
 
     /// Decodes a request and checks its numbers against ``PlayerLimits`` (``PlayerRequest/validate()``).
     public static func decode<T: PlayerRequest>(_ type: T.Type, from bytes: [UInt8]) throws(ProtocolError) -> T {
-        let request = try decodeUnchecked(T.self, from: bytes)
+        let request: T
+        do {
+            request = try decodeUnchecked(T.self, from: bytes)
+        } catch where error.code == .malformed {
+            throw NumberFit.locate(T.self, in: bytes) ?? error
+        }
         try request.validate()
         return request
     }

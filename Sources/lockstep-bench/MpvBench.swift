@@ -21,7 +21,7 @@ struct MpvBench: AsyncParsableCommand {
 
     @OptionGroup var options: BenchOptions
 
-    @Option(help: "Sync systems to measure, comma-separated (available: lockstep, syncplay).")
+    @Option(help: "Sync systems to measure, comma-separated (available: lockstep, syncplay, gstreamer: h2 runs the Python SDK's GStreamer player beside two lockstep mpv).")
     var systems = "lockstep,syncplay"
 
     @Option(help: "Media: video (25 fps test picture with a tone) or tone (Opus tone).")
@@ -73,7 +73,8 @@ struct MpvBench: AsyncParsableCommand {
             switch name {
             case "lockstep": system = LockstepMpvSystem()
             case "syncplay": system = SyncplaySystem()
-            default: throw ValidationError("unknown system \(name) (available: lockstep, syncplay)")
+            case "gstreamer": system = LockstepMpvSystem(gstreamer: [2], reference: [3])
+            default: throw ValidationError("unknown system \(name) (available: lockstep, syncplay, gstreamer)")
             }
             for (k, v) in system.configuration { report.parameters[k] = v }
             var pooled = MpvResult()
@@ -195,6 +196,42 @@ struct MpvBench: AsyncParsableCommand {
         }
         report.tables["position spread across the 3 hosts (ms)"] = spreadRows
 
+        // Which player is off: |a − b| per pair of hosts, p95.
+        var pairRows: [[String: String]] = []
+        for (name, result) in results {
+            let keys = Set(result.pairs.keys.compactMap { $0.split(separator: "|").last.map(String.init) }).sorted()
+            for scenario in MpvScenarios.names {
+                var row = ["_order": (["system", "scenario"] + keys).joined(separator: ","), "system": name, "scenario": scenario]
+                for pair in keys {
+                    let stats = Stats(result.pairs["\(scenario)|\(pair)"] ?? [])
+                    row[pair] = stats.count == 0 ? "-" : fmt(stats.percentile(95) * 1000, 2)
+                    if stats.count > 0 {
+                        setFigure(&report, "\(name)_pair_\(pair.replacingOccurrences(of: "-", with: "_"))_\(scenario.replacingOccurrences(of: " ", with: "_"))_p95_ms", stats.percentile(95) * 1000)
+                    }
+                }
+                pairRows.append(row)
+            }
+        }
+        report.tables["offset between two hosts |a - b|, p95 (ms)"] = pairRows
+
+        // Against the group's timeline (as the GStreamer player was told it, on the lab's one clock).
+        var timelineRows: [[String: String]] = []
+        for (name, result) in results where !result.timelineErrors.isEmpty {
+            let hosts = Set(result.timelineErrors.keys.compactMap { $0.split(separator: "|").last.map(String.init) }).sorted()
+            for scenario in MpvScenarios.names {
+                var row = ["_order": (["system", "scenario"] + hosts).joined(separator: ","), "system": name, "scenario": scenario]
+                for host in hosts {
+                    let stats = Stats(result.timelineErrors["\(scenario)|\(host)"] ?? [])
+                    row[host] = stats.count == 0 ? "-" : fmt(stats.percentile(95) * 1000, 2)
+                    if stats.count > 0 {
+                        setFigure(&report, "\(name)_timeline_error_\(host)_\(scenario.replacingOccurrences(of: " ", with: "_"))_p95_ms", stats.percentile(95) * 1000)
+                    }
+                }
+                timelineRows.append(row)
+            }
+        }
+        if !timelineRows.isEmpty { report.tables["error against the group timeline |position - timeline|, p95 (ms)"] = timelineRows }
+
         var reactionRows: [[String: String]] = []
         for kind in MpvAction.Kind.allCases {
             let stats = results.map { Stats($0.1.reactions[kind] ?? []) }
@@ -251,9 +288,36 @@ struct MpvBench: AsyncParsableCommand {
 
     /// Issue 7's goals for Lockstep, and the ratio to each other system.
     private static func goals(_ results: [(String, MpvResult)], into report: inout Report) {
-        guard let lockstep = results.first(where: { $0.0 == "lockstep" })?.1 else { return }
         func p95(_ r: MpvResult, _ scenario: String) -> Double { Stats(r.spreads[scenario] ?? []).percentile(95) }
         let ms: (Double) -> String = { "\(fmt($0 * 1000, 1)) ms" }
+        // Issue 18: the GStreamer player (h2) against each mpv (h1, h3); mpv against mpv beside it.
+        if let gst = results.first(where: { $0.0 == "gstreamer" })?.1 {
+            let fine: (Double) -> String = { "\(fmt($0 * 1000, 2)) ms" }
+            func pairs(_ scenario: String, _ keys: [(Int, Int)]) -> Double {
+                Stats(keys.flatMap { gst.pairs[MpvResult.pairKey(scenario, $0.0, $0.1)] ?? [] }).percentile(95)
+            }
+            for (scenario, target) in [("steady", 0.001), ("first second", 0.002)] {
+                let own = Stats(gst.timelineErrors["\(scenario)|h2"] ?? []), mpv = Stats(["h1", "h3"].flatMap { gst.timelineErrors["\(scenario)|\($0)"] ?? [] })
+                if own.count > 0 {
+                    report.goal(
+                        "GStreamer against the group timeline, \(scenario == "steady" ? "steady" : "first second of every start"): |error| p95",
+                        target: "<= \(fmt(target * 1000, 0)) ms",
+                        measured: "\(fine(own.percentile(95))) (the mpvs: \(fine(mpv.percentile(95))))", met: own.percentile(95) <= target)
+                }
+                let mine = pairs(scenario, [(0, 1), (1, 2)]), mpvs = pairs(scenario, [(0, 2)]), all = p95(gst, scenario)
+                let reference = pairs(scenario, [(1, 3)])
+                report.goal(
+                    "GStreamer against each mpv, \(scenario == "steady" ? "steady" : "first second of every start"): |offset| p95",
+                    target: "<= \(fmt(target * 1000, 0)) ms",
+                    measured: "\(fine(mine)) (mpv against mpv \(fine(mpvs)); spread of all \(fine(all)))", met: mine <= target)
+                if reference.isFinite {
+                    report.goal(
+                        "GStreamer against the reference player, \(scenario == "steady" ? "steady" : "first second of every start"): |offset| p95",
+                        target: "<= \(fmt(target * 1000, 0)) ms", measured: fine(reference), met: reference <= target)
+                }
+            }
+        }
+        guard let lockstep = results.first(where: { $0.0 == "lockstep" })?.1 else { return }
         report.goal("steady spread p95", target: "<= 5 ms", measured: ms(p95(lockstep, "steady")), met: p95(lockstep, "steady") <= 0.005)
         let afterCommands = ["start", "resume", "seek"].map { Stats(lockstep.spreads[$0] ?? []).max }.max() ?? .nan
         report.goal("spread after play or seek (from 1.5 s after the command)", target: "<= 20 ms", measured: "max \(ms(afterCommands))", met: afterCommands <= 0.020)

@@ -16,7 +16,8 @@ import LockstepPlayerProtocol
 ///     stall     h2's mpv is frozen (SIGSTOP) for `stall` s, then SIGCONT; watched for `watch` s
 ///
 /// Spread windows open `settle` s after each command and close at the next one (steady: the
-/// whole phase; stall: its last 5 s). Reaction latency: from the host time the command was
+/// whole phase; stall: its last 5 s); "first second" is the second from 0.1 s after the last
+/// player started moving after each play (the start itself). Reaction latency: from the host time the command was
 /// written to the user's mpv to the instant another player started moving, stopped, or jumped,
 /// found from that player's track (``PositionTrack/startedMoving(after:before:)``…).
 struct MpvScript: Sendable {
@@ -59,12 +60,27 @@ struct MpvRecording: Sendable {
     var stallStart: Int64
     var stallEnd: Int64
     var end: Int64
+    /// The group's timeline as a player was told it, when the system records it.
+    var timeline: [GStreamerPlayer.Told] = []
+
+    /// Where the group's timeline was at host time `t` (nil before the first command or without one).
+    func timelinePosition(at t: Int64) -> Double? {
+        timeline.last { $0.hostTimeNs <= t }?.position(at: t)
+    }
 }
 
 /// What one run measured, per system.
 struct MpvResult: Sendable {
     /// Spreads (max − min of the three positions at each 10 ms instant), seconds, by scenario.
     var spreads: [String: [Double]] = [:]
+    /// The same for each pair of hosts (|a − b|), by ``pairKey(_:_:_:)``: which player is off.
+    var pairs: [String: [Double]] = [:]
+
+    /// |position − the group's timeline| per host ("steady|h2"), when the timeline is known.
+    var timelineErrors: [String: [Double]] = [:]
+
+    /// "steady|h1-h2": hosts by 0-based index.
+    static func pairKey(_ scenario: String, _ a: Int, _ b: Int) -> String { "\(scenario)|h\(a + 1)-h\(b + 1)" }
     /// Reaction latencies of the other hosts, seconds, by command.
     var reactions: [MpvAction.Kind: [Double]] = [:]
     /// Reaction latencies of the acting host's own mpv (the IPC round), seconds.
@@ -80,6 +96,8 @@ struct MpvResult: Sendable {
     /// Pools another run's results into these.
     mutating func merge(_ other: MpvResult) {
         spreads.merge(other.spreads) { $0 + $1 }
+        pairs.merge(other.pairs) { $0 + $1 }
+        timelineErrors.merge(other.timelineErrors) { $0 + $1 }
         reactions.merge(other.reactions) { $0 + $1 }
         ownReactions.merge(other.ownReactions) { $0 + $1 }
         missed.merge(other.missed) { $0 + $1 }
@@ -105,7 +123,7 @@ struct MpvStall: Sendable {
 }
 
 enum MpvScenarios {
-    static let names = ["start", "paused", "resume", "seek", "steady", "after stall"]
+    static let names = ["first second", "start", "paused", "resume", "seek", "steady", "after stall"]
 
     /// Runs the script against `system` on `hosts` of `lab`, returns the recording.
     static func record(
@@ -115,7 +133,10 @@ enum MpvScenarios {
         let sockets = try await system.start(lab: lab, hosts: hosts, media: media, progress: progress)
         var stalledPid: pid_t = 0
         do {
-            let recording = try await perform(sockets: sockets, script: script, progress: progress, stalledPid: &stalledPid)
+            var recording = try await perform(sockets: sockets, script: script, progress: progress, stalledPid: &stalledPid)
+            recording.timeline = system.timeline(lab: lab) ?? []
+            let from = recording.actions.first.map { $0.at - 2 * Nanos.second } ?? recording.end
+            recording.tracks += system.loggedTracks(lab: lab, from: from, to: recording.end)
             await system.stop(lab: lab, sockets: sockets)
             return recording
         } catch {
@@ -210,8 +231,30 @@ enum MpvScenarios {
 
     static func analyse(_ r: MpvRecording, script: MpvScript) -> MpvResult {
         var result = MpvResult()
-        for w in r.windows {
+        var windows = r.windows
+        // The start itself: the first second after every player is moving (after each play).
+        for a in r.actions where a.kind == .play {
+            let moving = r.tracks.map { $0.startedMoving(after: a.at, before: a.at + 3 * Nanos.second) }
+            guard moving.allSatisfy({ $0 != nil }), let last = moving.compactMap({ $0 }).max() else { continue }
+            let from = last + 100 * Nanos.millisecond
+            windows.append(MpvWindow(scenario: "first second", from: from, to: from + Nanos.second))
+        }
+        for w in windows {
             result.spreads[w.scenario, default: []] += spreads(r.tracks, from: w.from, to: w.to)
+            for (h, track) in r.tracks.enumerated() where !r.timeline.isEmpty {
+                var t = w.from
+                while t < w.to {
+                    if let p = track.position(at: t), let expected = r.timelinePosition(at: t) {
+                        result.timelineErrors["\(w.scenario)|h\(h + 1)", default: []].append(abs(p - expected))
+                    }
+                    t += 10 * Nanos.millisecond
+                }
+            }
+            for i in r.tracks.indices {
+                for j in r.tracks.indices where j > i {
+                    result.pairs[MpvResult.pairKey(w.scenario, i, j), default: []] += spreads([r.tracks[i], r.tracks[j]], from: w.from, to: w.to)
+                }
+            }
         }
         for a in r.actions {
             let limit = a.at + 3 * Nanos.second

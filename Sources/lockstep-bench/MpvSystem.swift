@@ -21,6 +21,16 @@ protocol MpvSyncSystem: Sendable {
     func start(lab: Lab, hosts: [Int], media: String, progress: @Sendable (String) -> Void) async throws -> [String]
     /// Stops what ``start(lab:hosts:media:progress:)`` started (the lab is destroyed afterwards).
     func stop(lab: Lab, sockets: [String]) async
+    /// The group's timeline as a player was told it, when the system records it (nil: not known).
+    func timeline(lab: Lab) -> [GStreamerPlayer.Told]?
+    /// Tracks of players that have no IPC to probe (reference players, from their logs of their
+    /// exact position), sampled every 10 ms over [from, to); added after the probed ones.
+    func loggedTracks(lab: Lab, from: Int64, to: Int64) -> [PositionTrack]
+}
+
+extension MpvSyncSystem {
+    func timeline(lab: Lab) -> [GStreamerPlayer.Told]? { nil }
+    func loggedTracks(lab: Lab, from: Int64, to: Int64) -> [PositionTrack] { [] }
 }
 
 extension MpvSyncSystem {

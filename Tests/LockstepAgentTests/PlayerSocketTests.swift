@@ -47,6 +47,30 @@ struct PlayerSocketTests {
         }
     }
 
+    @Test("readiness, position reports and suspensions before load are invalid_state")
+    func beforeLoad() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let s = try RawSocket(path: socket)
+                let now = MonotonicClock.read()
+                s.write("{\"type\":\"hello\",\"request_id\":1,\"protocol\":1,\"role\":\"player\"}\n")
+                s.write("{\"type\":\"ready\",\"request_id\":2}\n")
+                s.write("{\"type\":\"buffering\",\"request_id\":3}\n")
+                s.write("{\"type\":\"position\",\"request_id\":4,\"position_ns\":0,\"host_time_ns\":\(now)}\n")
+                s.write("{\"type\":\"begin_suspension\",\"request_id\":5,\"reason\":\"interruption\"}\n")
+                // A bad number is named before the state is looked at.
+                s.write("{\"type\":\"position\",\"request_id\":6,\"position_ns\":1.5,\"host_time_ns\":\(now)}\n")
+                let lines = await s.readLines(6)
+                try #require(lines.count == 6)
+                #expect(try reply(lines[0])["ok"] as? Bool == true)
+                for line in lines[1...4] {
+                    #expect(try errorCode(line) == "invalid_state", "\(line)")
+                }
+                #expect(try errorCode(lines[5]) == "invalid_field")
+            }
+        }
+    }
+
     @Test("an oversized line is refused and dropped, and the next line is served")
     func oversized() async throws {
         try await withTemporaryDirectory { dir in

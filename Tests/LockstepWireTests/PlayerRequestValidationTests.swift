@@ -78,6 +78,36 @@ struct PlayerRequestValidationTests {
         #expect(Self.refusal(SubscribeRequest.self, #"{"topics":["state","gossip"]}"#)?.code == .invalidField)
     }
 
+    @Test(
+        "an integer field given a fraction or a number past its type is invalid_field naming the field, not malformed",
+        arguments: [
+            ("position", #"{"position_ns":1.5,"host_time_ns":1}"#, "position_ns must be an integer, not 1.5"),
+            ("position", #"{"host_time_ns":1,"position_ns":9223372036854775808}"#, "position_ns is out of range for its integer type"),
+            ("position", #"{"position_ns":0,"host_time_ns":-1e30}"#, "host_time_ns is out of range for its integer type"),
+            ("hello", #"{"protocol":1,"role":"player","start_latency_ns":0.5}"#, "start_latency_ns must be an integer, not 0.5"),
+            ("hello", #"{"protocol":1.5}"#, "protocol must be an integer, not 1.5"),
+            ("end_suspension", #"{"suspension_id":-1}"#, "suspension_id is out of range for its integer type"),
+            ("end_suspension", #"{"suspension_id":1,"propose_position_ns":2.25}"#, "propose_position_ns must be an integer, not 2.25"),
+        ]
+    )
+    func numbersThatDoNotFit(_ type: String, _ json: String, _ message: String) {
+        let e: ProtocolError? = switch type {
+        case "hello": Self.refusal(HelloRequest.self, json)
+        case "position": Self.refusal(PositionReport.self, json)
+        case "end_suspension": Self.refusal(EndSuspensionRequest.self, json)
+        default: nil
+        }
+        #expect(e?.code == .invalidField, "\(json)")
+        #expect(e?.message.hasPrefix(message) == true, "\(e?.message ?? "accepted")")
+    }
+
+    @Test("a fraction in a rate is a rate, and a line that is no object stays malformed")
+    func numbersThatFit() throws {
+        #expect(try Self.decode(IntentRequest.self, #"{"action":"rate","rate":1.5}"#).rate == 1.5)
+        #expect(Self.refusal(PositionReport.self, "[1.5]")?.code == .malformed)
+        #expect(Self.refusal(PositionReport.self, "not json")?.code == .malformed)
+    }
+
     @Test("a seek without a position and a rate without a rate are refused at decoding")
     func requiredByAction() {
         #expect(Self.refusal(IntentRequest.self, #"{"action":"seek"}"#)?.message == "seek needs position_ns")
