@@ -57,7 +57,17 @@ public enum Faults {
             return s < 1_000_000
         }
         o.figures["rejoin_s"] = rejoined ?? -1
-        o.check("restarted, it rejoins at the group position within 5 s", rejoined.map { $0 < 5 } ?? false, rejoined.map { String(format: "%.2f s after restart (agent start + player load)", $0) } ?? "never")
+        var detail = rejoined.map { String(format: "%.2f s after restart (agent start + player load)", $0) } ?? "never"
+        if rejoined == nil {
+            // Say what the restarted agent holds against the others, to tell a merge from a player.
+            var states: [String] = []
+            for h in 1...hosts {
+                guard let s: GroupStateView = try? await g.lab.request(h, "state") else { continue }
+                states.append("h\(h) \(s.fingerprint) \(s.item.map { "\($0.state.rawValue) at \($0.positionNowNs ?? -1)" } ?? "no item") log \(s.log.map { "\($0.unstable)/\($0.waiting)" } ?? "-")")
+            }
+            detail += "; states: " + states.joined(separator: "; ")
+        }
+        o.check("restarted, it rejoins at the group position within 5 s", rejoined.map { $0 < 5 } ?? false, detail)
         return o
     }
 

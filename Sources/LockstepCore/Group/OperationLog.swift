@@ -19,8 +19,9 @@
 ///   checkpoint for good. A log longer than ``Configuration/maxUnstable`` (a member that stays
 ///   away) folds its oldest operations anyway; an operation that then arrives stamped before
 ///   the checkpoint is applied right after it, and counted as ``late``.
-/// - **Joining.** A replica with no member but itself folds at once. When it meets a group
-///   whose history is folded (or restarts, as a new replica), the folded states merge register
+/// - **Joining.** A replica with no member but itself folds nothing (up to the log's bound), so
+///   that its commands reach the group as operations. When it meets a group whose history is
+///   folded (or restarts, as a new replica), the folded states merge register
 ///   by register into the checkpoint (larger stamp wins, ``GroupState/merge(_:)``), and the log
 ///   replays on top: a restarted agent's first `load` then finds the group's timeline, as it
 ///   does everywhere else. Replicas that folded differently (past the bounds) hold registers of
@@ -258,8 +259,12 @@ public struct OperationLog: Sendable {
         foldStable()
     }
 
+    /// Every member has it. A replica that has met no member keeps its operations (up to the
+    /// log's bound): when it meets the group they go as operations, applied in stamp order like
+    /// any other, rather than as a folded state whose registers would win by stamp alone (a
+    /// restarted agent's first `load` would otherwise reset the group's timeline).
     private func isStable(_ id: OperationID) -> Bool {
-        members.allSatisfy { m in m == me ? applied.contains(id) : knowledge[m]?.contains(id) ?? false }
+        members.count > 1 && members.allSatisfy { m in m == me ? applied.contains(id) : knowledge[m]?.contains(id) ?? false }
     }
 
     private mutating func foldStable() {

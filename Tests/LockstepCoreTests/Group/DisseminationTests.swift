@@ -92,7 +92,10 @@ struct DisseminationTests {
     func registers() throws {
         var g = Dissemination(me: Self.me, incarnation: 4)
         _ = g.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata()), at: Self.t0), now: Self.t0, peers: [], rtt: { _ in nil })
-        #expect(g.log.unstable.isEmpty, "alone, its operations fold at once")
+        #expect(g.log.unstable.count == 1, "alone, it keeps its operations, to send them as such")
+        g.onMembers([Self.bobReplica])
+        _ = g.onDigest(GroupDigest(entries: [.init(replicaHash: ReplicaID(peer: Self.me, incarnation: 4).wireHash, counter: 1)], fingerprint: g.state.fingerprint), wantsReply: false, from: Self.bobReplica, source: Self.source)
+        #expect(g.log.unstable.isEmpty, "once bob has it, it is stable and folds")
         let newcomer = ReplicaID(peer: Self.carol, incarnation: 1)
         let answer = g.onDigest(GroupDigest(entries: [], fingerprint: 1), wantsReply: false, from: newcomer, source: Self.source)
         let record = try #require(g.state.items[Self.film])
@@ -134,6 +137,36 @@ struct DisseminationTests {
         #expect(carol.log.waitingCount == 0, "the pause's head (the folded play) counts as had")
         #expect(carol.state == g.state)
         #expect(carol.state.items[Self.film]?.timeline.phase == .paused)
+    }
+
+    @Test("an agent restarted alone loads the group's item before it knows anyone: the load reaches the group as an operation and leaves its timeline playing")
+    func loadWhileAlone() throws {
+        let group = ReplicaID(peer: Self.me, incarnation: 4), restarted = ReplicaID(peer: Self.carol, incarnation: 2)
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica])
+        for op in [Self.op(1, .load(ItemMetadata())), Self.op(2, .play(rate: nil, waits: false))] { _ = g.onOperation(op, wantsAck: false, from: Self.bob, source: Self.source, now: Self.t0) }
+        _ = g.onDigest(GroupDigest(entries: [.init(replicaHash: Self.bobReplica.wireHash, counter: 2)], fingerprint: 0), wantsReply: false, from: Self.bobReplica, source: Self.source)
+        #expect(g.log.unstable.isEmpty && g.state.items[Self.film]?.timeline.phase == .playing)
+        var carol = Dissemination(me: Self.carol, incarnation: 2)
+        _ = carol.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata()), at: Self.t0), now: Self.t0, peers: [], rtt: { _ in nil })
+        // They meet: each answers the other's digest.
+        g.onMembers([Self.bobReplica, restarted])
+        carol.onMembers([group, Self.bobReplica])
+        func deliver(_ directives: [Dissemination.Directive], to d: inout Dissemination, from sender: PeerID) {
+            for case .reply(let m, _) in directives {
+                switch m {
+                case .operation(let op, _): _ = d.onOperation(op, wantsAck: false, from: sender, source: Self.source, now: Self.t0)
+                case .itemRegister(let r): _ = d.onRegister(r)
+                case .currentRegister(let r): _ = d.onRegister(r)
+                case .checkpointVector(let e): _ = d.onCheckpointVector(e)
+                default: break
+                }
+            }
+        }
+        deliver(carol.onDigest(g.replica.digest, wantsReply: false, from: group, source: Self.source), to: &g, from: Self.carol)
+        deliver(g.onDigest(carol.replica.digest, wantsReply: false, from: restarted, source: Self.source), to: &carol, from: Self.me)
+        #expect(g.state.items[Self.film]?.timeline.phase == .playing, "the group plays on")
+        #expect(carol.state == g.state, "and the restarted agent holds the same")
     }
 
     @Test("participant records: a peer speaks for itself, others relay only reachable peers' records, nobody speaks for us")
