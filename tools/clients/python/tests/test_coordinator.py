@@ -253,3 +253,22 @@ def test_calls_while_the_agent_is_away_raise_not_connected(agent: Any) -> None:
         await c.stop()
     run(body())
 
+
+
+def test_crossing_commands_reach_the_observer_in_the_order_applied() -> None:
+    """The agent's `concurrent_commands` event (two presses crossed) is handed to the app with
+    each command's originator: the peer, the player that caused it, its place in the order."""
+    coordinator = PlaybackCoordinator(VirtualPlayer(), name="sdk test")
+    seen: List[Any] = []
+    coordinator.on_concurrent_commands = seen.append
+    coordinator._on_event({
+        "event": "concurrent_commands", "host_time_ns": 1,
+        "commands": [
+            {"item": ITEM, "origin": {"action": "seek", "peer_id": "a", "name": "den", "local": True, "lamport": 4, "player": "mpv", "stamp_time_ns": 10}},
+            {"item": ITEM, "origin": {"action": "pause", "peer_id": "b", "name": "kitchen", "local": False, "lamport": 9, "stamp_time_ns": 11}},
+        ],
+    })
+    assert len(seen) == 1
+    first, second = seen[0]
+    assert (first.action, first.name, first.player, first.stamp_time_ns) == ("seek", "den", "mpv", 10)
+    assert (second.action, second.name, second.player, second.stamp_time_ns) == ("pause", "kitchen", None, 11)

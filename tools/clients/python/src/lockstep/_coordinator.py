@@ -63,7 +63,9 @@ class PlaybackCoordinator:
 
     Observers (plain callables, called on the event loop): ``on_participants_changed(list)``,
     ``on_item_proposed(GroupItem)``, ``on_group_playback_changed(active, reason)``,
-    ``on_suspension_changed(change, suspension_id, reason, by)``, ``on_connection_changed(bool)``.
+    ``on_suspension_changed(change, suspension_id, reason, by)``, ``on_connection_changed(bool)``,
+    ``on_concurrent_commands(list of Origin)`` (commands from different places crossed; all were
+    applied, in this order).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class PlaybackCoordinator:
         self.on_group_playback_changed: Optional[Callable[[bool, str], None]] = None
         self.on_suspension_changed: Optional[Callable[[str, int, str, str], None]] = None
         self.on_connection_changed: Optional[Callable[[bool], None]] = None
+        self.on_concurrent_commands: Optional[Callable[[List[Origin]], None]] = None
 
         #: This player's id on its agent (None until connected).
         self.player_id: Optional[int] = None
@@ -337,6 +340,11 @@ class PlaybackCoordinator:
             self.in_group_playback = bool(e.get("active"))
             if self.on_group_playback_changed:
                 self.on_group_playback_changed(self.in_group_playback, str(e.get("reason", "")))
+        elif kind == "concurrent_commands":
+            # Commands from different places crossed; all were applied, in this order.
+            commands = [Origin.parse(c.get("origin")) for c in e.get("commands", []) if isinstance(c, dict)]
+            if self.on_concurrent_commands:
+                self.on_concurrent_commands(commands)
         elif kind == "suspension":
             sid, change = int(e.get("suspension_id", 0)), str(e.get("change", ""))
             if change == "ended":

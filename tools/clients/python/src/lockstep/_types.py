@@ -45,8 +45,11 @@ class Capabilities:
 @dataclass(frozen=True)
 class Origin:
     """Who caused a change and how (the participant that issued it, like AVPlayer's rate
-    change reasons). ``reason``: None, ``ready``, ``timeout``, ``play-immediately``,
-    ``suspension-ended`` or ``waiting: REASON``."""
+    change reasons). ``name`` is the peer's; ``player`` the name of the player whose user
+    caused it, when a player did (None for the CLI, tools and the agents' own starts).
+    ``reason``: None, ``ready``, ``timeout``, ``play-immediately``, ``suspension-ended`` or
+    ``waiting: REASON``. ``lamport`` is the command's number at its origin; ``stamp_time_ns``,
+    with ``peer_id``, its place in the group's order."""
 
     action: str
     peer_id: str = ""
@@ -54,13 +57,18 @@ class Origin:
     reason: Optional[str] = None
     local: bool = False
     lamport: int = 0
+    player: Optional[str] = None
+    stamp_time_ns: Optional[int] = None
 
     @staticmethod
     def parse(raw: Any) -> "Origin":
         o = raw if isinstance(raw, dict) else {}
+        player = o.get("player")
+        stamp = o.get("stamp_time_ns")
         return Origin(
             action=str(o.get("action", "")), peer_id=str(o.get("peer_id", "")), name=str(o.get("name", "")),
             reason=o.get("reason"), local=bool(o.get("local", False)), lamport=int(o.get("lamport", 0)),
+            player=str(player) if player is not None else None, stamp_time_ns=int(stamp) if stamp is not None else None,
         )
 
 
