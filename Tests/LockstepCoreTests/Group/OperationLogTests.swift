@@ -122,7 +122,7 @@ struct OperationLogTests {
         "random histories of up to 16 peers (concurrency, partitions, drops, duplicates, reordering) end on every replica in the oracle's state",
         .tags(.simulation))
     func oracle() async {
-        await propertyCheck(count: 40, input: Gen.int(in: 2...16), Gen.int(in: 20...240), Gen.int(in: 0...Int.max)) { peers, steps, seed in
+        await propertyCheck(count: 24, input: Gen.int(in: 2...16), Gen.int(in: 20...240), Gen.int(in: 0...Int.max)) { peers, steps, seed in
             var configuration = OperationLog.Configuration()
             configuration.maxReports = 100_000
             var h = History(peers: peers, configuration: configuration)
@@ -156,7 +156,7 @@ struct OperationLogTests {
     func sixtyFourReplicas() async {
         await propertyCheck(count: 1, input: Gen.int(in: 0...Int.max)) { seed in
             var h = History(peers: 64, configuration: .init())
-            h.run(steps: 200, seed: UInt64(seed), drop: 0.1, duplicate: 0.1, partitioned: 50...200, sides: 3)
+            h.run(steps: 120, seed: UInt64(seed), drop: 0.1, duplicate: 0.1, partitioned: 30...100, sides: 3)
             h.heal()
             let expected = h.oracle
             for log in h.logs {

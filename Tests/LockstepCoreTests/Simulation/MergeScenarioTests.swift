@@ -59,9 +59,9 @@ struct MergeScenarioTests {
         for h in sim.hosts { #expect(!h.node.group.log.reports.isEmpty) }
     }
 
-    @Test("two people act at once: one seeks to 1:40, the other pauses; the group ends paused at 1:40, the seek kept")
+    @Test("two people act at once: one seeks to 1:40, the other pauses; the group ends paused at 1:40, the seek kept (three seeds)")
     func seekAndPauseAtOnce() throws {
-        for seed in UInt64(1)...6 {
+        for seed in UInt64(1)...3 {
             var sim = playing(3, seed: seed)
             sim.run(for: 10 * s)
             sim.issue(1, .seek(position: MediaPosition(clamping: 100 * s)))
