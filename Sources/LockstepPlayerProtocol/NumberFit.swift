@@ -14,7 +14,8 @@ enum NumberFit {
         guard let scalars = try? JSONDecoder().decode([String: Scalar].self, from: Data(bytes)) else {
             return ProtocolError(.invalidField, "a number does not fit its field (not an integer, or out of range)")
         }
-        for key in scalars.keys.sorted() {
+        // At most 64 tries: a line with thousands of numbers must not cost thousands of decodes.
+        for key in scalars.keys.sorted().prefix(64) {
             guard case .number(let text) = scalars[key] else { continue }
             var fixed = object
             fixed[key] = 0
