@@ -82,9 +82,6 @@ public struct Node: Sendable {
         _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, source: Endpoint, receivedAt: LocalTime, now: LocalTime
     ) -> [NodeDirective] {
         var out = route(membership.onHeard(sender, incarnation: incarnation, from: source, now: receivedAt), now: now)
-        // A peer first seen by discovery learns its incarnation from its first datagram, with no
-        // membership event: it becomes a member for stability then.
-        if !group.log.members.contains(ReplicaID(peer: sender, incarnation: incarnation)) { syncMembers() }
         switch message {
         case .clockRequest(let exchange, let t1):
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source))

@@ -11,15 +11,42 @@ struct MergeScenarioTests {
     static let film = ItemID("file:///films/night.mkv")!
     let s = Nanos.second, ms = Nanos.millisecond
 
-    /// A settled group of `hosts` playing the film from 0.
-    func playing(_ hosts: Int, seed: UInt64 = 5) -> GroupSimulation {
+    /// A settled group of `hosts` playing the film from 0; with `players`, a ready player
+    /// (id 1) on every host follows it.
+    func playing(_ hosts: Int, seed: UInt64 = 5, players: Bool = false) -> GroupSimulation {
         var sim = GroupSimulation(hosts: hosts, seed: seed)
         sim.run(for: 3 * s)
+        if players {
+            for i in 0..<hosts {
+                sim.execute(i, sim.hosts[i].node.onPlayerHello(id: 1, info: .init(name: "p\(i)", canChangeRate: true, exactSeek: true, startLatency: .milliseconds(20)), now: sim.local(i)))
+            }
+        }
         sim.issue(0, .load(Self.film, .init(title: "Night")))
         sim.run(for: 100 * ms)
+        if players {
+            for i in 0..<hosts {
+                sim.execute(i, sim.hosts[i].node.onPlayerLoad(id: 1, item: Self.film, metadata: .init(), solo: false, now: sim.local(i)))
+                sim.execute(i, sim.hosts[i].node.onPlayerReadiness(id: 1, .ready, now: sim.local(i)))
+            }
+            sim.run(for: 100 * ms)
+        }
         sim.issue(0, .play(rate: nil))
         sim.run(for: 1 * s)
         return sim
+    }
+
+    /// The first example: hosts 0 and 1 cut off from 2 and 3; host 0 seeks to 100, 200 and
+    /// 300 s, 0.4 s apart; a second later host 3 pauses; then 2 s pass, still cut off.
+    func seeksThenPause(_ sim: inout GroupSimulation) {
+        sim.partition([0, 1], [2, 3])
+        sim.run(for: 500 * ms)
+        for target in [100, 200, 300] {
+            sim.issue(0, .seek(position: MediaPosition(clamping: Int64(target) * s)))
+            sim.run(for: 400 * ms)
+        }
+        sim.run(for: 1 * s)
+        sim.issue(3, .pause)
+        sim.run(for: 2 * s)
     }
 
     /// Host `i`'s position at true time `t` (ns), from its own view of the group.
@@ -34,16 +61,7 @@ struct MergeScenarioTests {
     @Test("a partition: one side seeks three times, later the other pauses; healed, the group is paused where the pause found it, on every peer")
     func seeksThenPauseAcrossAPartition() throws {
         var sim = playing(4)
-        sim.partition([0, 1], [2, 3])
-        sim.run(for: 500 * ms)
-        for target in [100, 200, 300] {
-            sim.issue(0, .seek(position: MediaPosition(clamping: Int64(target) * s)))
-            sim.run(for: 400 * ms)
-        }
-        // A little later, on the other side, someone presses pause.
-        sim.run(for: 1 * s)
-        sim.issue(3, .pause)
-        sim.run(for: 2 * s)
+        seeksThenPause(&sim)
         #expect(sim.hosts[0].node.group.state.items[Self.film]?.timeline.phase == .playing, "the seeking side plays on meanwhile")
         sim.heal()
         sim.run(for: 2 * s)
@@ -108,29 +126,8 @@ struct MergeScenarioTests {
 
     @Test("what a player on the side that did not pause sees after the heal: the paused timeline, once, and the crossing commands")
     func playerAfterHeal() throws {
-        var sim = GroupSimulation(hosts: 4, seed: 11)
-        sim.run(for: 3 * s)
-        for i in 0..<4 {
-            sim.execute(i, sim.hosts[i].node.onPlayerHello(id: 1, info: .init(name: "p\(i)", canChangeRate: true, exactSeek: true, startLatency: .milliseconds(20)), now: sim.local(i)))
-        }
-        sim.issue(0, .load(Self.film, .init(title: "Night")))
-        sim.run(for: 100 * ms)
-        for i in 0..<4 {
-            sim.execute(i, sim.hosts[i].node.onPlayerLoad(id: 1, item: Self.film, metadata: .init(), solo: false, now: sim.local(i)))
-            sim.execute(i, sim.hosts[i].node.onPlayerReadiness(id: 1, .ready, now: sim.local(i)))
-        }
-        sim.run(for: 100 * ms)
-        sim.issue(0, .play(rate: nil))
-        sim.run(for: 1 * s)
-        sim.partition([0, 1], [2, 3])
-        sim.run(for: 500 * ms)
-        for target in [100, 200, 300] {
-            sim.issue(0, .seek(position: MediaPosition(clamping: Int64(target) * s)))
-            sim.run(for: 400 * ms)
-        }
-        sim.run(for: 1 * s)
-        sim.issue(3, .pause)
-        sim.run(for: 2 * s)
+        var sim = playing(4, seed: 11, players: true)
+        seeksThenPause(&sim)
         let healedAt = sim.now
         sim.heal()
         sim.run(for: 2 * s)
