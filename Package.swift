@@ -24,6 +24,9 @@ let package = Package(
         .systemLibrary(name: "CDNSSD"),
         // recvmsg(2) with kernel receive timestamps: the CMSG_* macros are not importable into Swift.
         .target(name: "CLockstepPosix"),
+        // SPAKE2 (a password-authenticated key exchange, for pairing with a short code): BoringSSL's,
+        // as linked by swift-crypto; this target only declares it.
+        .target(name: "CLockstepSPAKE2"),
         // Pure protocol logic: no sockets, no sleeping, no clock, no dependencies; time is an argument.
         .target(name: "LockstepCore"),
         // The player socket protocol: line-delimited JSON between an agent and its players, and
@@ -35,7 +38,7 @@ let package = Package(
         // The peer protocol's bytes: datagram codec, envelopes, group keys.
         .target(
             name: "LockstepPeerWire",
-            dependencies: ["LockstepCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["LockstepCore", "CLockstepSPAKE2", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The I/O shell: UDP to peers, DNS-SD, the player socket server, the daemon.
         .target(

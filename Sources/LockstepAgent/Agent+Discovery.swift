@@ -14,6 +14,8 @@ enum LockstepTXT {
     static let group = "g"
     /// The human name.
     static let name = "n"
+    /// `1` while the agent has an open invite (`lockstep group invite`): joining devices try it.
+    static let invite = "inv"
 }
 
 extension Agent {
@@ -52,6 +54,8 @@ extension Agent {
             logger.debug("published over DNS-SD", metadata: ["mdns.instance": "\(name)"])
         case .serviceUpdated(let service):
             guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? ""), peer != identity.peerID else { return }
+            // Any group's open invite: a joining device does not know its group yet.
+            noteInviter(service)
             guard service.txt[LockstepTXT.group] == keys.group.tag else { return }
             guard service.txt[LockstepTXT.version] == String(PeerProtocol.version) else {
                 logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
@@ -61,6 +65,7 @@ extension Agent {
             execute(node.onSighting(peer, name: service.txt[LockstepTXT.name], sighting: sighting, endpoints: service.endpoints, now: now), now: now)
             rearm(now)
         case .serviceRemoved(let instance, let interface):
+            inviters[instance] = nil
             execute(node.onWithdrawal(.init(instance: instance, interfaceIndex: interface), now: now), now: now)
             rearm(now)
         }
@@ -69,6 +74,7 @@ extension Agent {
     /// Adds `HOST:PORT` (numeric, or a name resolved once now, off the agent's loop).
     func addStaticPeer(_ text: String, now: LocalTime) {
         if let endpoint = Endpoint(text) {
+            staticEndpoints.append(endpoint)
             execute(node.onStaticEndpoint(endpoint, now: now), now: now)
             return
         }
@@ -87,6 +93,7 @@ extension Agent {
 
     private func addResolved(_ endpoints: [Endpoint]) {
         let now = now()
+        staticEndpoints += endpoints.prefix(8)
         for e in endpoints { execute(node.onStaticEndpoint(e, now: now), now: now) }
         step(now)
     }

@@ -16,13 +16,15 @@ import NIOCore
 public actor Agent: ClientHandler {
     /// Who this agent is, fixed for the life of the process.
     public struct Identity: Sendable {
-        public var peerID: PeerID
+        /// The device key; the peer id derives from it.
+        public var device: DeviceIdentity
         public var name: String
         public var incarnation: UInt64
         public var group: GroupIdentity
+        public var peerID: PeerID { device.peerID }
 
-        public init(peerID: PeerID, name: String, incarnation: UInt64, group: GroupIdentity) {
-            self.peerID = peerID
+        public init(device: DeviceIdentity, name: String, incarnation: UInt64, group: GroupIdentity) {
+            self.device = device
             self.name = name
             self.incarnation = incarnation
             self.group = group
@@ -72,7 +74,15 @@ public actor Agent: ClientHandler {
     let clockSource: DeviceClockSource
     var deviceClock: DeviceClock { clockSource.current }
     var node: Node
-    var keys: KeyRotation
+    var keys: GroupMembers
+    var pairing = Pairing()
+    /// Devices whose DNS-SD record shows an open invite (any group), by instance: where a
+    /// joining agent tries its code. Bounded: a stranger's fake services cannot grow it.
+    var inviters: [String: [Endpoint]] = [:]
+    /// The `group_join` request waiting for pairing to end.
+    var pendingJoin: Request?
+    /// Configured peers' endpoints (`--peer`), also where a joining agent tries its code.
+    var staticEndpoints: [Endpoint] = []
     var transport: PeerTransport?
     var discovery: DNSSDDiscovery?
     var discoveryState = DiscoveryState.off
@@ -105,7 +115,7 @@ public actor Agent: ClientHandler {
         nodeConfig.coordinator.waitingReasons = Set(configuration.waitingReasons.map(SuspensionReason.init(text:)))
         nodeConfig.coordinator.waitTimeout = configuration.waitTimeout
         self.node = Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)
-        self.keys = KeyRotation(group: identity.group)
+        self.keys = GroupMembers(group: identity.group, me: identity.device)
     }
 
     /// The node's local clock now: the device clock (the host's monotonic clock unless simulated).
@@ -129,9 +139,10 @@ public actor Agent: ClientHandler {
         let transport = PeerTransport(
             socket: socket,
             sealer: EnvelopeSealer(sender: identity.peerID, incarnation: identity.incarnation, key: keys.group.currentKey),
-            opener: EnvelopeOpener(me: identity.peerID, keys: keys.acceptedKeys),
+            opener: EnvelopeOpener(me: identity.peerID, keys: []),
             clock: clockSource, hostClock: hostClock, impairments: configuration.impairments, logger: logger)
         self.transport = transport
+        execute(keys.onStart(name: identity.name, now: now()))
         logger.info("peer socket open", metadata: ["udp.port": "\(socket.port)"])
         if !configuration.deviceClock.isIdentity {
             logger.notice("simulating a device clock on the wire (test hook)", metadata: [
@@ -148,6 +159,8 @@ public actor Agent: ClientHandler {
                 switch event {
                 case .inbound(let datagram): await self.onInbound(datagram)
                 case .transmitted(let sent): await self.onTransmitted(sent)
+                case .undecryptable(let sender, let epochByte, let source): await self.onUndecryptable(sender, epochByte: epochByte, source: source)
+                case .pairing(let message, let source): await self.onPairing(message, from: source)
                 }
             }
         })
@@ -174,15 +187,25 @@ public actor Agent: ClientHandler {
 
     func onInbound(_ d: PeerTransport.Inbound) {
         let now = now()
+        let (accepted, directives) = keys.onDatagram(from: d.sender, source: d.source, epochByte: d.epochByte, now: now)
+        execute(directives)
+        guard accepted else { return }
         switch d.message {
-        case .keyUpdate(let epoch, let key):
-            execute(keys.onKeyUpdate(epoch: epoch, key: key, from: d.sender, source: d.source, sealedWith: d.epochByte, now: now))
+        case .epochKey(let epoch, let key, let removed):
+            execute(keys.onEpochKey(epoch: epoch, key: key, removed: removed, from: d.sender, pairwise: d.epochByte == GroupKey.pairEpochByte, now: now))
         case .keyAck(let epoch):
             keys.onKeyAck(epoch: epoch, from: d.sender)
+        case .memberKey(let key, let name):
+            execute(keys.onMemberKey(key, name: name, from: d.sender))
         default:
-            execute(keys.onDatagram(from: d.sender, source: d.source, sealedWith: d.epochByte, now: now))
             execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
         }
+        rearm(now)
+    }
+
+    func onUndecryptable(_ sender: PeerID, epochByte: UInt8, source: Endpoint) {
+        let now = now()
+        execute(keys.onUndecryptable(from: sender, epochByte: epochByte, source: source, now: now))
         rearm(now)
     }
 
@@ -200,8 +223,9 @@ public actor Agent: ClientHandler {
     /// Runs the node's and the key rotation's timer work and re-arms the one timer.
     func step(_ now: LocalTime) {
         execute(node.onTick(now: now), now: now)
-        let reachable = Set(node.membership.reachable)
-        execute(keys.onTick(now: now, reachable: reachable.contains))
+        execute(keys.onTick(now: now, reachable: node.membership.reachable))
+        if pairing.isJoining { execute(pairing.onCandidates(pairingCandidates(), now: now)) }
+        execute(pairing.onTick(now: now))
         rearm(now)
     }
 
@@ -210,6 +234,7 @@ public actor Agent: ClientHandler {
         guard timerEnabled else { return }
         var deadline = node.nextDeadline(now: now)
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
+        if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
         if timer != nil && deadline >= timerDeadline { return }
         timer?.cancel()
         timerDeadline = deadline

@@ -26,7 +26,10 @@ public struct AgentService: Service, CustomStringConvertible {
     public static func loadIdentity(_ configuration: AgentConfiguration) throws -> Agent.Identity {
         let dir = StateDirectory(path: configuration.stateDirectory)
         try dir.prepare()
-        let peerID = try dir.peerID()
+        let (device, replaced) = try dir.deviceIdentity()
+        if let replaced {
+            Logger(label: "lockstepd").notice("this device now has a device key: its peer id changes once, from \(replaced.short) to \(device.peerID.short); its group's members admit it again when it announces the key")
+        }
         let name = try dir.name(override: configuration.name)
         if let code = configuration.joinCode {
             let groupName = configuration.group ?? "default"
@@ -43,7 +46,7 @@ public struct AgentService: Service, CustomStringConvertible {
         }
         let group = try dir.activeGroup(selecting: configuration.group)
         let incarnation = try dir.nextIncarnation()
-        return Agent.Identity(peerID: peerID, name: name, incarnation: incarnation, group: group)
+        return Agent.Identity(device: device, name: name, incarnation: incarnation, group: group)
     }
 
     public func run() async throws {

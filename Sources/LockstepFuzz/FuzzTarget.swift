@@ -12,7 +12,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// `JoinCode.parse`, and the round trip of what it accepts.
     case joincode
     /// The protocol logic: decoded peer messages and raw player inputs driven into a `Node` and
-    /// a `KeyRotation` (a hostile member, a buggy player).
+    /// a `GroupMembers` (a hostile member, a buggy player).
     case node
 
     var summary: String {
@@ -21,7 +21,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .envelope: "EnvelopeOpener.open never traps; authentic datagrams open once, replays and forgeries do not"
         case .player: "line framing matches a model of the protocol; request JSON decodes or errors, and round-trips"
         case .joincode: "JoinCode.parse never traps; accepted codes round-trip through make"
-        case .node: "Node and KeyRotation never trap on decoded peer messages and raw player inputs; deadlines are never past"
+        case .node: "Node and GroupMembers never trap on decoded peer messages and raw player inputs; deadlines are never past"
         }
     }
 

@@ -2,7 +2,7 @@ import LockstepCore
 import LockstepPeerWire
 
 /// The protocol logic under hostile inputs: a script of events driven into a ``Node`` (and a
-/// ``KeyRotation``), as a group member holding the key and a buggy local player could send them.
+/// ``GroupMembers``), as a group member holding the key and a buggy local player could send them.
 /// Peer messages go through `PeerMessage.decode` first, so they carry exactly what the decoder
 /// lets through; player inputs carry raw numbers (the core clamps what the socket would refuse).
 /// After every event the target asks everything the agent asks on every change (lead time,
@@ -24,7 +24,7 @@ enum NodeTarget {
 
     struct World {
         var node = Node(identity: .init(peer: NodeTarget.me, incarnation: 1, name: "fuzz"))
-        var keys = KeyRotation(group: GroupIdentity(name: "fuzz", key: GroupKey(bytes: Array(repeating: 1, count: 32), epoch: 3)!))
+        var keys = GroupMembers(group: GroupIdentity(name: "fuzz", key: GroupKey(bytes: Array(repeating: 1, count: 32), epoch: 3)!), me: DeviceIdentity(rawRepresentation: Array(repeating: 7, count: 32))!)
         var now = LocalTime(ns: 1_000_000_000_000)
         var lastRequest: (exchange: UInt32, to: Endpoint)?
 
@@ -56,20 +56,23 @@ enum NodeTarget {
             let length = Int(input.integer(UInt16.self)) % (Envelope.maxPlaintextBytes + 1)
             guard let message = try? PeerMessage.decode(input.bytes(length)) else { return }
             switch message {
-            case .keyUpdate(let epoch, let key):
-                _ = w.keys.onKeyUpdate(epoch: epoch, key: key, from: peer, source: path, sealedWith: input.byte(), now: w.now)
+            case .epochKey(let epoch, let key, let removed):
+                _ = w.keys.onEpochKey(epoch: epoch, key: key, removed: removed, from: peer, pairwise: input.byte() & 1 == 0, now: w.now)
+            case .memberKey(let key, let name):
+                _ = w.keys.onMemberKey(key, name: name, from: peer)
             case .keyAck(let epoch):
                 w.keys.onKeyAck(epoch: epoch, from: peer)
             default:
                 let receivedAt = w.now + .nanoseconds(Int64(Int32(truncatingIfNeeded: input.integer(UInt32.self))))
                 w.apply(w.node.onMessage(message, from: peer, incarnation: incarnation, source: path, receivedAt: receivedAt, now: w.now))
-                _ = w.keys.onDatagram(from: peer, source: path, sealedWith: input.byte(), now: w.now)
+                _ = w.keys.onDatagram(from: peer, source: path, epochByte: input.byte(), now: w.now)
+                _ = w.keys.onUndecryptable(from: peer, epochByte: input.byte(), source: path, now: w.now)
             }
         case 3:
             w.now += .nanoseconds(Int64(input.integer(UInt32.self)) * 1_000)
         case 4:
             w.apply(w.node.onTick(now: w.now))
-            _ = w.keys.onTick(now: w.now, reachable: { _ in true })
+            _ = w.keys.onTick(now: w.now, reachable: Array(peers))
         case 5:
             let sighting = Membership.Sighting(instance: "i\(input.byte())", interfaceIndex: UInt32(input.byte()))
             w.apply(w.node.onSighting(peer, name: "n", sighting: sighting, endpoints: [path], now: w.now))
@@ -110,7 +113,11 @@ enum NodeTarget {
             w.apply(w.node.onCommand(command(&input), item: input.byte() & 1 == 0 ? nil : items[0], now: w.now))
         default:
             w.apply(w.node.onPlayerPlayImmediately(id: UInt32(input.byte() % 3), rate: Double(bitPattern: input.integer(UInt64.self)), now: w.now))
-            _ = try? w.keys.onRotate(newKeyBytes: Array(repeating: 2, count: 32), reachable: [peer], now: w.now)
+            if input.byte() & 1 == 0 {
+                _ = try? w.keys.onRotate(newKeyBytes: Array(repeating: 2, count: 32), now: w.now)
+            } else {
+                _ = try? w.keys.onRemove(peer, newKeyBytes: Array(repeating: 3, count: 32), now: w.now)
+            }
         }
     }
 

@@ -7,6 +7,7 @@ import LockstepPeerWire
 ///   message has one encoding (and decoding that encoding gives the same message back).
 enum PeerMessageTarget {
     static func run(_ bytes: [UInt8]) {
+        if PairingMessage.isPairing(bytes) { return runPairing(bytes) }
         let message: PeerMessage
         do {
             message = try PeerMessage.decode(bytes)
@@ -25,8 +26,22 @@ enum PeerMessageTarget {
         require(encoded == bytes, "peer: accepted a non-canonical encoding of \(message)\n  input:      \(hex(bytes))\n  re-encoded: \(hex(encoded))")
     }
 
+    /// The same properties for pairing datagrams (which share the first bytes' space: "LP").
+    static func runPairing(_ bytes: [UInt8]) {
+        guard let message = try? PairingMessage.decode(bytes) else { return }
+        let encoded = message.encoded()
+        require((try? PairingMessage.decode(encoded)) == message, "pairing: decode(encode(m)) != m for \(message)")
+        require(encoded == bytes, "pairing: accepted a non-canonical encoding of \(message)\n  input:      \(hex(bytes))\n  re-encoded: \(hex(encoded))")
+    }
+
     static var seeds: [(name: String, bytes: [UInt8])] {
-        SampleMessages.all.map { ($0.name, $0.message.encoded()) }
+        SampleMessages.all.map { ($0.name, $0.message.encoded()) } + [
+            ("pairing-start", PairingMessage.start(session: 1, spake: Array(0..<32)).encoded()),
+            ("pairing-reply", PairingMessage.reply(session: 2, spake: Array(0..<32), confirm: Array(32..<64)).encoded()),
+            ("pairing-finish", PairingMessage.finish(session: 3, confirm: Array(0..<32), sealed: Array(0..<60)).encoded()),
+            ("pairing-welcome", PairingMessage.welcome(session: 4, sealed: Array(0..<80)).encoded()),
+            ("pairing-refused", PairingMessage.refused(session: 5, reason: .noInvite).encoded()),
+        ]
     }
 }
 
@@ -111,7 +126,9 @@ enum SampleMessages {
             ("clock-report-empty", .clockReport(ClockReport(entries: []))),
             ("clock-report", .clockReport(ClockReport(entries: [.init(peer: bob, incarnation: 2, estimate: estimate)]))),
             ("clock-report-full", .clockReport(ClockReport(entries: (0..<PeerMessage.maxReportEntries).map { .init(peer: peers[$0 % peers.count], incarnation: UInt64($0), estimate: estimate) }))),
-            ("key-update", .keyUpdate(epoch: 2, key: Array(0..<32))),
+            ("epoch-key", .epochKey(epoch: 2, key: Array(0..<32), removed: [bob])),
+            ("epoch-key-full", .epochKey(epoch: .max, key: Array(0..<32), removed: Array(repeating: carol, count: PeerMessage.maxRemovedPerKey))),
+            ("member-key", .memberKey(key: Array(32..<64), name: "living room")),
             ("key-ack", .keyAck(epoch: .max)),
         ]
     }

@@ -266,7 +266,7 @@ public enum Faults {
         for h in 1...3 { after.append(try await g.lab.request(h, "status")) }
         let alive = try (1...3).map { try g.agentPID($0) } == pids && zip(before, after).allSatisfy { $0.incarnation == $1.incarnation }
         let counters = after[0].counters
-        let refused = ["dropped_out_of_range", "dropped_stamp_too_far_ahead", "dropped_invalid_heads", "dropped_speaks_for_us", "dropped_key_update_not_next"]
+        let refused = ["dropped_out_of_range", "dropped_stamp_too_far_ahead", "dropped_invalid_heads", "dropped_speaks_for_us", "dropped_epoch_key_not_pairwise", "dropped_member_key_not_own"]
         let counted = refused.map { "\($0)=\(counters[$0] ?? 0)" }.joined(separator: ", ")
         for name in refused { o.figures[name] = Double(counters[name] ?? 0) }
         o.figures["spread_p99_us"] = spread.percentile(99)
@@ -290,6 +290,7 @@ public enum Faults {
         ("avahi", { try await avahiRestart() }),
         ("flood", { try await flood() }),
         ("member", { try await maliciousMember() }),
+        ("remove", { try await removeDevice() }),
     ]
 }
 

@@ -85,7 +85,8 @@ struct MemberCommand: ParsableCommand {
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: Limits.counter.upperBound, estimate: wild)])),
             .clockReply(exchange: 1, echo: .min, t2: PeerTime(ns: Limits.instantNs.upperBound), t3: PeerTime(ns: Limits.instantNs.lowerBound)),
             .clockFollowUp(exchange: 1, echo: .max, t3: PeerTime(ns: Limits.instantNs.lowerBound)),
-            .keyUpdate(epoch: .max, key: Array(repeating: 0xee, count: 32)),
+            .epochKey(epoch: .max, key: Array(repeating: 0xee, count: 32), removed: [victim]),
+            .memberKey(key: Array(repeating: 0xee, count: 32), name: "not its own key"),
         ]
         return messages.map { $0.encoded() }
     }

@@ -42,6 +42,11 @@ struct FaultLabTests {
         expectAllChecks(try await Faults.flood())
     }
 
+    @Test("a device removed while up and one removed while down read nothing and are refused; a member away meanwhile gets the new key; the others play in step")
+    func removeDevice() async throws {
+        expectAllChecks(try await Faults.removeDevice())
+    }
+
     @Test("a malicious member's crafted messages are refused and counted; no agent restarts; the group stays in step")
     func maliciousMember() async throws {
         expectAllChecks(try await Faults.maliciousMember())

@@ -29,7 +29,7 @@ struct AgentLogicTests {
             configure(&config)
             let state = StateDirectory(path: config.stateDirectory)
             try state.prepare()
-            let identity = Agent.Identity(peerID: try state.peerID(), name: "den", incarnation: 1, group: try state.activeGroup(selecting: nil))
+            let identity = Agent.Identity(device: try state.deviceIdentity().identity, name: "den", incarnation: 1, group: try state.activeGroup(selecting: nil))
             agent = Agent(
                 configuration: config, identity: identity, loop: MultiThreadedEventLoopGroup.singleton.next(),
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), clock: .manual(clock))
@@ -132,7 +132,12 @@ struct AgentLogicTests {
             #expect(await h.agent.keys.nextDeadline == LocalTime(ns: h.clock.now()) + .seconds(3))
             h.clock.advance(by: 3_000_000_000)
             await h.agent.tick()
+            // Sealing under the new key now; the previous one is accepted until its life ends.
+            #expect(await h.agent.keys.nextDeadline == LocalTime(ns: h.clock.now()) + .seconds(27))
+            h.clock.advance(by: 27_000_000_000)
+            await h.agent.tick()
             #expect(await h.agent.keys.nextDeadline == nil)
+            #expect(await h.agent.keys.acceptedKeys.map(\.epoch) == [2])
         }
     }
 }

@@ -17,7 +17,7 @@ struct AgentServiceTests {
                     try await agent.request("status", as: AgentStatus.self)
                 }
             }
-            let storedID = try String(contentsOfFile: dir + "/state/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let storedID = try StateDirectory(path: dir + "/state").deviceIdentity().identity.peerID.hex
             #expect(status.peerID == storedID)
             #expect(status.name == "kitchen")
             #expect(status.socket == dir + "/agent.sock")

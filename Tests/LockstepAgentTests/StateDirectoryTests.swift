@@ -8,26 +8,48 @@ import Testing
 
 @Suite("State directory")
 struct StateDirectoryTests {
-    @Test("the peer id is created once and the same on every later start")
-    func peerIDPersists() async throws {
+    @Test("the device key is created once, mode 0600, the same on every later start, and the peer id derives from it")
+    func identityPersists() async throws {
         try await withTemporaryDirectory { dir in
             let state = StateDirectory(path: dir + "/state")
             try state.prepare()
-            let first = try state.peerID()
-            let again = try StateDirectory(path: dir + "/state").peerID()
-            #expect(first == again)
-            let text = try String(contentsOfFile: dir + "/state/peer-id", encoding: .utf8)
-            #expect(text == first.hex + "\n")
+            let first = try state.deviceIdentity()
+            let again = try StateDirectory(path: dir + "/state").deviceIdentity()
+            #expect(first.identity.peerID == again.identity.peerID)
+            #expect(first.identity.rawRepresentation == again.identity.rawRepresentation)
+            #expect(first.replaced == nil)
+            #expect(first.identity.peerID == first.identity.member.peerID)
+            var st = stat()
+            #expect(stat(dir + "/state/identity", &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o600)
         }
     }
 
-    @Test("a corrupt peer-id file is an error that names the file, not a new identity")
-    func corruptPeerID() async throws {
+    @Test("a Lockstep 1 state directory (a random peer-id) gets a device key, says which id it replaced, and drops the old file")
+    func migratesPeerID() async throws {
         try await withTemporaryDirectory { dir in
             let state = StateDirectory(path: dir)
             try state.prepare()
-            try "not an id\n".write(toFile: dir + "/peer-id", atomically: true, encoding: .utf8)
-            #expect { try state.peerID() } throws: { ($0 as? StateDirectory.Failure)?.description.contains(dir + "/peer-id") == true }
+            let old = PeerID.random()
+            try (old.hex + "\n").write(toFile: dir + "/peer-id", atomically: true, encoding: .utf8)
+            let (identity, replaced) = try state.deviceIdentity()
+            #expect(replaced == old)
+            #expect(identity.peerID != old)
+            #expect(!FileManager.default.fileExists(atPath: dir + "/peer-id"))
+            #expect(try state.deviceIdentity().replaced == nil)
+        }
+    }
+
+    @Test("a corrupt identity file is an error that names the file and the way out, not a new identity")
+    func corruptIdentity() async throws {
+        try await withTemporaryDirectory { dir in
+            let state = StateDirectory(path: dir)
+            try state.prepare()
+            try "not a key\n".write(toFile: dir + "/identity", atomically: true, encoding: .utf8)
+            #expect { try state.deviceIdentity() } throws: {
+                let text = ($0 as? StateDirectory.Failure)?.description ?? ""
+                return text.contains(dir + "/identity") && text.contains("remove it")
+            }
         }
     }
 

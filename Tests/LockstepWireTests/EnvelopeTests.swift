@@ -104,13 +104,14 @@ struct EnvelopeTests {
         _ = try opener.open(real.seal([4]), hostNow: 11_100_000_000)
     }
 
-    @Test("bad headers are named: not Lockstep, unknown version (version 1 included), too short, from myself")
+    @Test("bad headers are named: not Lockstep, unknown version (versions 1 and 2 included), too short, from myself")
     func headers() {
         let opener = EnvelopeOpener(me: alice, keys: [key])
         #expect(throws: Envelope.Rejection.notLockstep) { try opener.open(Array("GET / HTTP/1.1".utf8)) }
         #expect(throws: Envelope.Rejection.unknownVersion(1)) { try opener.open([0x4C, 0x4B, 1] + Array(repeating: 0, count: 60)) }
-        #expect(throws: Envelope.Rejection.unknownVersion(3)) { try opener.open([0x4C, 0x4B, 3] + Array(repeating: 0, count: 60)) }
-        #expect(throws: Envelope.Rejection.tooShort) { try opener.open([0x4C, 0x4B, 2, 1]) }
+        #expect(throws: Envelope.Rejection.unknownVersion(2)) { try opener.open([0x4C, 0x4B, 2] + Array(repeating: 0, count: 60)) }
+        #expect(throws: Envelope.Rejection.unknownVersion(4)) { try opener.open([0x4C, 0x4B, 4] + Array(repeating: 0, count: 60)) }
+        #expect(throws: Envelope.Rejection.tooShort) { try opener.open([0x4C, 0x4B, 3, 1]) }
         #expect(throws: Envelope.Rejection.fromSelf) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 1, key: key).seal([1])) }
     }
 

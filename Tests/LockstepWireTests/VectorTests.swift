@@ -102,7 +102,8 @@ struct VectorTests {
                 PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: [.stallRecovery, .interruption]),
             ]))),
             ("clock report", .clockReport(ClockReport(entries: [.init(peer: b, incarnation: 9, estimate: estimate)]))),
-            ("key update", .keyUpdate(epoch: 2, key: Array(0..<32))),
+            ("epoch key", .epochKey(epoch: 2, key: Array(0..<32), removed: [b])),
+            ("member key", .memberKey(key: Array(32..<64), name: "kitchen")),
             ("key ack", .keyAck(epoch: 2)),
         ]
     }
@@ -143,13 +144,13 @@ struct VectorTests {
         let good = bytes(envelopes[0].datagramHex)
         var tampered = good
         tampered[tampered.count - 20] ^= 1
-        var version1 = good
-        version1[2] = 1
+        var version2 = good
+        version2[2] = 2
         var otherEpoch = good
         otherEpoch[3] = 9
         return [
             RejectionVector(name: "not Lockstep", datagramHex: hex(Array("hello".utf8)), rejection: "not_lockstep"),
-            RejectionVector(name: "wire version 1 (before the vector-clock merge)", datagramHex: hex(version1), rejection: "unknown_version"),
+            RejectionVector(name: "wire version 2 (before device keys and removal)", datagramHex: hex(version2), rejection: "unknown_version"),
             RejectionVector(name: "shorter than header and tag", datagramHex: hex(Array(good.prefix(40))), rejection: "too_short"),
             RejectionVector(name: "one ciphertext bit flipped", datagramHex: hex(tampered), rejection: "auth_failed"),
             RejectionVector(name: "key epoch not held", datagramHex: hex(otherEpoch), rejection: "unknown_key_epoch"),

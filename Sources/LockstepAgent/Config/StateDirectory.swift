@@ -4,7 +4,9 @@ import LockstepPeerWire
 
 /// The agent's persistent identity and settings, in its state directory:
 ///
-///     STATE_DIR/peer-id          32 hex digits, created once
+///     STATE_DIR/identity         the device key (X25519, 64 hex digits, mode 0600), created once;
+///                                the peer id derives from it
+///     STATE_DIR/peer-id          (Lockstep 1: a random peer id; replaced by the device key)
 ///     STATE_DIR/name             the human name, hostname by default
 ///     STATE_DIR/incarnation      the last incarnation used (each start takes a larger one)
 ///     STATE_DIR/groups/NAME.json a group's key (mode 0600)
@@ -41,18 +43,23 @@ public struct StateDirectory: Sendable {
         }
     }
 
-    /// The stable peer id, created on first use.
-    public func peerID() throws -> PeerID {
-        let file = path + "/peer-id"
+    /// The device's identity, created on first use. A state directory of Lockstep 1 (a random
+    /// `peer-id`, no key) gets a key now: the device's peer id changes once (returned as
+    /// `replaced`), and its groups' members admit the new one when it announces its key.
+    public func deviceIdentity() throws -> (identity: DeviceIdentity, replaced: PeerID?) {
+        let file = path + "/identity"
         if let text = try? read(file) {
-            guard let id = PeerID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                throw Failure(description: "\(file) does not hold a peer id (32 hex digits); remove it to create a new identity")
+            let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let key = MemberKey(hex: hex), let identity = DeviceIdentity(rawRepresentation: key.bytes) else {
+                throw Failure(description: "\(file) does not hold a device key (64 hex digits); remove it to give this device a new identity (its groups' members then see a new device, and it must join again)")
             }
-            return id
+            return (identity, nil)
         }
-        let id = PeerID.random()
-        try write(file, id.hex + "\n", mode: 0o600)
-        return id
+        let identity = DeviceIdentity.generate()
+        try write(file, identity.rawRepresentation.map { String(format: "%02x", $0) }.joined() + "\n", mode: 0o600)
+        let old = (try? read(path + "/peer-id")).flatMap { PeerID(hex: $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        if old != nil { unlink(path + "/peer-id") }
+        return (identity, old)
     }
 
     /// The human name: `override` if given (and then kept), else the stored one, else the hostname.
@@ -137,9 +144,7 @@ public struct StateDirectory: Sendable {
         }
     }
 
-    public static func isValidGroupName(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 32 && s.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_" }
-    }
+    public static func isValidGroupName(_ s: String) -> Bool { GroupIdentity.isValidName(s) }
 
     // MARK: Files
 

@@ -37,6 +37,30 @@ public final class PeerTransport: Sendable {
     public enum Event: Sendable {
         case inbound(Inbound)
         case transmitted(Transmitted)
+        /// A datagram no key opens, whose header names a member: it may speak another epoch's
+        /// key (at most one per member per ``undecryptableInterval``).
+        case undecryptable(sender: PeerID, epochByte: UInt8, source: Endpoint)
+        /// A pairing datagram (outside the envelope: the joiner holds no key yet), at most
+        /// ``pairingPerSecond`` a second.
+        case pairing(PairingMessage, source: Endpoint)
+    }
+
+    /// Pairing datagrams handed to the agent per second at most (each costs a SPAKE2 exchange).
+    public static let pairingPerSecond = 32
+    private let pairingBudget = Mutex<(second: Int64, used: Int)>((0, 0))
+
+    /// Members' undecryptable datagrams are reported at most this often each (ns, host time).
+    public static let undecryptableInterval: Int64 = 500_000_000
+    /// Members, and when each was last reported undecryptable.
+    private let members = Mutex<[PeerID: Int64]>([:])
+
+    /// The group's members (from the roster): only their undecryptable datagrams are reported.
+    public func setMembers(_ ids: some Sequence<PeerID>) {
+        members.withLock { m in
+            var next: [PeerID: Int64] = [:]
+            for id in ids { next[id] = m[id] ?? .min }
+            m = next
+        }
     }
 
     public let socket: PeerSocket
@@ -87,6 +111,21 @@ public final class PeerTransport: Sendable {
     public func start() -> AsyncStream<Event> {
         let (stream, sink) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(Self.inboundCapacity))
         socket.start(onDatagram: { [self] datagram in
+            if PairingMessage.isPairing(datagram.bytes) {
+                let second = datagram.receivedAt / 1_000_000_000
+                let allowed = pairingBudget.withLock { b -> Bool in
+                    if b.second != second { b = (second, 0) }
+                    b.used += 1
+                    return b.used <= Self.pairingPerSecond
+                }
+                guard allowed else { return drop("pairing_rate", "dropped a pairing datagram (more than \(Self.pairingPerSecond) a second)", from: datagram.source) }
+                do throws(DecodeError) {
+                    _ = sink.yield(.pairing(try PairingMessage.decode(datagram.bytes), source: datagram.source))
+                } catch {
+                    drop("pairing_malformed", "dropped a malformed pairing datagram", detail: "\(error)", from: datagram.source)
+                }
+                return
+            }
             let opened: (header: Envelope.Header, plaintext: [UInt8])
             do throws(Envelope.Rejection) {
                 opened = try opener.open(datagram.bytes, hostNow: datagram.receivedAt, wallClockMicros: Self.wallClockMicros())
@@ -94,6 +133,14 @@ public final class PeerTransport: Sendable {
                 // Our own sender id: a path back to ourselves (a static peer naming this agent), or
                 // junk forged with our id; counted, not worth a warning.
                 if error == .fromSelf { count("dropped_from_self") } else { drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source) }
+                if error == .unknownKeyEpoch || error == .authenticationFailed, let h = try? Envelope.header(of: datagram.bytes) {
+                    let due = members.withLock { m -> Bool in
+                        guard let last = m[h.sender], datagram.receivedAt.subtractingSaturating(last) >= Self.undecryptableInterval else { return false }
+                        m[h.sender] = datagram.receivedAt
+                        return true
+                    }
+                    if due { _ = sink.yield(.undecryptable(sender: h.sender, epochByte: h.epochByte, source: datagram.source)) }
+                }
                 return
             }
             let message: PeerMessage
@@ -139,6 +186,11 @@ public final class PeerTransport: Sendable {
     public func sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to endpoint: Endpoint) {
         let message = PeerMessage.clockReply(exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: now()))
         send(message, to: endpoint, transmitTime: exchange != 0)
+    }
+
+    /// Sends a pairing datagram (not sealed: pairing protects itself).
+    public func send(_ message: PairingMessage, to endpoint: Endpoint) {
+        if socket.send(message.encoded(), to: endpoint) { count("sent") }
     }
 
     /// Sends `message` to `endpoint`, sealed under `key` (default: the sealer's current key).

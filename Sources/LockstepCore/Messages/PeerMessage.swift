@@ -40,8 +40,12 @@ public enum PeerMessage: Equatable, Sendable {
     case participant(ParticipantRecord)
     /// The sender's clock estimates of its peers, for the mesh's closure checks.
     case clockReport(ClockReport)
-    /// A new group key (rotation), sent under the current key.
-    case keyUpdate(epoch: UInt32, key: [UInt8])
+    /// The group key of an epoch, and the devices removed from the group as the sender knows
+    /// them; sent pairwise (sealed under the key the two devices share), never under a group key.
+    case epochKey(epoch: UInt32, key: [UInt8], removed: [PeerID])
+    /// The sender's device key (its peer id derives from it) and name: holders of the group's
+    /// key announce themselves so that members can admit them, and later remove them.
+    case memberKey(key: [UInt8], name: String)
     /// The key of this epoch is installed.
     case keyAck(epoch: UInt32)
 
@@ -49,4 +53,7 @@ public enum PeerMessage: Equatable, Sendable {
     public static let maxParticipantDigests = 40
     public static let maxCheckpointEntries = 40
     public static let maxReportEntries = 12
+    /// Removals carried by one `epoch_key` (the newest roster's removals beyond this travel
+    /// with later keys; see ``Roster``).
+    public static let maxRemovedPerKey = 64
 }

@@ -17,8 +17,9 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case participantDigest = 0x16
     case checkpointVector = 0x17
     case clockReport = 0x20
-    case keyUpdate = 0x30
+    case epochKey = 0x30
     case keyAck = 0x31
+    case memberKey = 0x32
 
     /// The type of `message`.
     public init(_ message: PeerMessage) {
@@ -37,7 +38,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .checkpointVector: self = .checkpointVector
         case .participant: self = .participant
         case .clockReport: self = .clockReport
-        case .keyUpdate: self = .keyUpdate
+        case .epochKey: self = .epochKey
+        case .memberKey: self = .memberKey
         case .keyAck: self = .keyAck
         }
     }
@@ -59,7 +61,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .checkpointVector: "checkpoint_vector"
         case .participant: "participant"
         case .clockReport: "clock_report"
-        case .keyUpdate: "key_update"
+        case .epochKey: "epoch_key"
+        case .memberKey: "member_key"
         case .keyAck: "key_ack"
         }
     }

@@ -88,9 +88,14 @@ extension PeerMessage {
                 w.u32(UInt32(clamping: c.sampleCount))
                 w.i64(c.lastSample.ns)
             }
-        case .keyUpdate(let epoch, let key):
+        case .epochKey(let epoch, let key, let removed):
             w.u32(epoch)
             w.raw(key)
+            w.u8(UInt8(removed.count))
+            for id in removed { w.raw(id.bytes) }
+        case .memberKey(let key, let name):
+            w.raw(key)
+            w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
         case .keyAck(let epoch):
             w.u32(epoch)
         }
@@ -295,8 +300,16 @@ extension PeerMessage {
                     hardBoundNs: hard, hardGrowthPPM: hardGrowth, delay: .nanoseconds(delay), sampleCount: samples, lastSample: PeerTime(ns: last))))
             }
             message = .clockReport(ClockReport(entries: entries))
-        case .keyUpdate:
-            message = .keyUpdate(epoch: try r.u32("epoch"), key: Array(try r.raw(32, "key")))
+        case .epochKey:
+            let epoch = try r.u32("epoch")
+            let key = Array(try r.raw(32, "key"))
+            let count = Int(try r.u8("removed.count"))
+            guard count <= PeerMessage.maxRemovedPerKey else { throw .outOfRange(field: "removed.count", range: "0...\(PeerMessage.maxRemovedPerKey)") }
+            var removed: [PeerID] = []
+            for _ in 0..<count { removed.append(PeerID(high: try r.u64("removed"), low: try r.u64("removed"))) }
+            message = .epochKey(epoch: epoch, key: key, removed: removed)
+        case .memberKey:
+            message = .memberKey(key: Array(try r.raw(32, "key")), name: try r.string("name", limit: PeerMessage.maxNameBytes))
         case .keyAck:
             message = .keyAck(epoch: try r.u32("epoch"))
         }

@@ -16,7 +16,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case type, exchange, t1, t2, t3, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
-        case operation, record, id, digest, participants, participant, report, epoch, key, entries
+        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed
     }
 
     public init(from decoder: any Decoder) throws {
@@ -51,8 +51,10 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .participant(try c.decode(ParticipantRecord.self, forKey: .participant))
         case "clock_report":
             message = .clockReport(try c.decode(ClockReport.self, forKey: .report))
-        case "key_update":
-            message = .keyUpdate(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key))
+        case "epoch_key":
+            message = .epochKey(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key), removed: try c.decode([PeerID].self, forKey: .removed))
+        case "member_key":
+            message = .memberKey(key: try c.decode([UInt8].self, forKey: .key), name: try c.decode(String.self, forKey: .name))
         case "key_ack":
             message = .keyAck(epoch: try c.decode(UInt32.self, forKey: .epoch))
         default:
@@ -108,9 +110,13 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(p, forKey: .participant)
         case .clockReport(let r):
             try c.encode(r, forKey: .report)
-        case .keyUpdate(let epoch, let key):
+        case .epochKey(let epoch, let key, let removed):
             try c.encode(epoch, forKey: .epoch)
             try c.encode(key, forKey: .key)
+            try c.encode(removed, forKey: .removed)
+        case .memberKey(let key, let name):
+            try c.encode(key, forKey: .key)
+            try c.encode(name, forKey: .name)
         case .keyAck(let epoch):
             try c.encode(epoch, forKey: .epoch)
         }

@@ -180,6 +180,8 @@ public final class EnvelopeOpener: Sendable {
 
     private struct State {
         var keys: [UInt8: GroupKey] = [:]
+        /// Keys shared with each member, for datagrams sealed pairwise (epoch byte 0xff).
+        var pairKeys: [PeerID: GroupKey] = [:]
         var senders: [PeerID: SenderState] = [:]
         var tick: UInt64 = 0
         var generation: UInt64 = 0
@@ -205,6 +207,14 @@ public final class EnvelopeOpener: Sendable {
         }
     }
 
+    /// Replaces the pairwise keys (one per member; a removed device has none).
+    public func acceptPairs(_ keys: [PeerID: GroupKey]) {
+        state.withLock { s in
+            s.pairKeys = keys
+            s.generation &+= 1
+        }
+    }
+
     /// The plaintext and header of `datagram`, or why it was refused. `hostNow` (ns, monotonic)
     /// dates it for the incarnation rules; `wallClockMicros` (the receiver's wall clock) bounds
     /// how far ahead an incarnation may be (the defaults switch both rules off, for tests).
@@ -226,7 +236,8 @@ public final class EnvelopeOpener: Sendable {
         if let cached {
             key = cached
         } else {
-            guard let group = state.withLock({ $0.keys[h.epochByte] }) else { throw .unknownKeyEpoch }
+            let found = state.withLock { s in h.epochByte == GroupKey.pairEpochByte ? s.pairKeys[h.sender] : s.keys[h.epochByte] }
+            guard let group = found else { throw .unknownKeyEpoch }
             key = group.datagramKey(sender: h.sender, incarnation: h.incarnation)
         }
         let plaintext: [UInt8]

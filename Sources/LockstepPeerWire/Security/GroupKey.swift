@@ -25,6 +25,25 @@ public struct GroupKey: Sendable, Equatable {
 
     public static func == (a: GroupKey, b: GroupKey) -> Bool { a.bytes == b.bytes && a.epoch == b.epoch }
 
+    /// The epoch of pairwise keys (``DeviceIdentity/pairKey(with:groupID:)``): its low byte,
+    /// 0xFF, is never a group epoch's (``nextEpoch(after:)`` skips it), so a datagram's epoch
+    /// byte says which kind of key sealed it.
+    public static let pairEpoch: UInt32 = 0xFF
+    public static let pairEpochByte: UInt8 = 0xFF
+
+    /// The epoch after `epoch`, skipping those whose low byte is the pairwise keys' (nil at the end).
+    public static func nextEpoch(after epoch: UInt32) -> UInt32? {
+        guard epoch < UInt32.max - 2 else { return nil }
+        let next = epoch + 1
+        return UInt8(truncatingIfNeeded: next) == pairEpochByte ? next + 1 : next
+    }
+
+    /// A short id of this key (the first 4 bytes of SHA-256 of it): two keys of one epoch (made
+    /// on both sides of a partition) are told apart, and the smaller id is the one both keep.
+    public var keyID: UInt32 {
+        Array(SHA256.hash(data: Array("lockstep key id v1".utf8) + bytes)).prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    }
+
     /// A fresh random key.
     public static func random(epoch: UInt32 = 1) -> GroupKey {
         var g = SystemRandomNumberGenerator()
@@ -79,6 +98,9 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
     /// The key before the last rotation, still accepted for a while.
     public private(set) var previousKey: [UInt8]?
     public private(set) var previousEpoch: UInt32?
+    /// Who belongs to the group (absent from files written before members had keys: then
+    /// every device that holds the key announces itself again, and the roster fills).
+    public var roster = Roster()
 
     public init(name: String, key: GroupKey, groupID: [UInt8]? = nil) {
         self.name = name
@@ -118,10 +140,22 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
         epoch = next.epoch
     }
 
+    /// A group's local name: 1-32 ASCII letters, digits, '-' or '_' (it names a file).
+    public static func isValidName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 32 && s.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_" }
+    }
+
+    /// Forgets the previous key (its grace period is over).
+    public mutating func forgetPrevious() {
+        previousKey = nil
+        previousEpoch = nil
+    }
+
     enum CodingKeys: String, CodingKey {
         case name, id, key, epoch
         case previousKey = "previous_key"
         case previousEpoch = "previous_epoch"
+        case roster
     }
 
     /// Reads a saved group, refusing one whose keys or id are not what they must be (a corrupt
@@ -134,6 +168,10 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
         epoch = try c.decode(UInt32.self, forKey: .epoch)
         previousKey = try c.decodeIfPresent([UInt8].self, forKey: .previousKey)
         previousEpoch = try c.decodeIfPresent(UInt32.self, forKey: .previousEpoch)
+        roster = try c.decodeIfPresent(Roster.self, forKey: .roster) ?? Roster()
+        guard UInt8(truncatingIfNeeded: epoch) != GroupKey.pairEpochByte, previousEpoch.map({ UInt8(truncatingIfNeeded: $0) != GroupKey.pairEpochByte }) ?? true else {
+            throw DecodingError.dataCorruptedError(forKey: .epoch, in: c, debugDescription: "a group epoch never ends in the byte 0xff (pairwise keys use it)")
+        }
         guard key.count == 32 else {
             throw DecodingError.dataCorruptedError(forKey: .key, in: c, debugDescription: "a group key is 32 bytes, not \(key.count)")
         }
@@ -185,6 +223,8 @@ public enum JoinCode {
         let data = Array(payload[0..<52])
         guard checksum(data) == Array(payload[52...]) else { throw .badChecksum }
         let epoch = data[48..<52].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        // Epochs ending in 0xff are the pairwise keys' (no group has one), the last ones leave no room to rotate.
+        guard UInt8(truncatingIfNeeded: epoch) != GroupKey.pairEpochByte, GroupKey.nextEpoch(after: epoch) != nil else { throw .notAJoinCode }
         let key = GroupKey(bytes: Array(data[16..<48]), epoch: epoch)!
         return GroupIdentity(name: name, key: key, groupID: Array(data[0..<16]))
     }
