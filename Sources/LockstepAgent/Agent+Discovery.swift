@@ -51,9 +51,17 @@ extension Agent {
             discoveryState = .running
             logger.info("mDNS discovery running")
         case .registered(let name):
+            registeredInstance = name
             logger.debug("published over DNS-SD", metadata: ["mdns.instance": "\(name)"])
         case .serviceUpdated(let service):
-            guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? ""), peer != identity.peerID else { return }
+            guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? "") else { return }
+            if peer == identity.peerID {
+                // Our own service, or another device with our key (a copied state directory).
+                if let mine = registeredInstance, service.instanceName != mine {
+                    transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again", detail: service.instanceName, from: service.endpoints.first)
+                }
+                return
+            }
             // Any group's open invite: a joining device does not know its group yet.
             noteInviter(service)
             guard service.txt[LockstepTXT.group] == keys.group.tag else { return }

@@ -81,6 +81,8 @@ public actor Agent: ClientHandler {
     var inviters: [String: [Endpoint]] = [:]
     /// The `group_join` request waiting for pairing to end.
     var pendingJoin: Request?
+    /// The DNS-SD instance name this agent registered (avahi may rename it).
+    var registeredInstance: String?
     /// Configured peers' endpoints (`--peer`), also where a joining agent tries its code.
     var staticEndpoints: [Endpoint] = []
     var transport: PeerTransport?
@@ -139,7 +141,7 @@ public actor Agent: ClientHandler {
         let transport = PeerTransport(
             socket: socket,
             sealer: EnvelopeSealer(sender: identity.peerID, incarnation: identity.incarnation, key: keys.group.currentKey),
-            opener: EnvelopeOpener(me: identity.peerID, keys: []),
+            opener: EnvelopeOpener(me: identity.peerID, incarnation: identity.incarnation, keys: []),
             clock: clockSource, hostClock: hostClock, impairments: configuration.impairments, logger: logger)
         self.transport = transport
         execute(keys.onStart(name: identity.name, now: now()))

@@ -291,6 +291,7 @@ public enum Faults {
         ("flood", { try await flood() }),
         ("member", { try await maliciousMember() }),
         ("remove", { try await removeDevice() }),
+        ("clone", { try await clonedDevice() }),
     ]
 }
 

@@ -47,6 +47,11 @@ struct FaultLabTests {
         expectAllChecks(try await Faults.removeDevice())
     }
 
+    @Test("two devices started from one copied state directory both say so, and take different incarnations")
+    func clonedDevice() async throws {
+        expectAllChecks(try await Faults.clonedDevice())
+    }
+
     @Test("a malicious member's crafted messages are refused and counted; no agent restarts; the group stays in step")
     func maliciousMember() async throws {
         expectAllChecks(try await Faults.maliciousMember())

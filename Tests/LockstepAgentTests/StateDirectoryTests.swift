@@ -70,12 +70,37 @@ struct StateDirectoryTests {
         try await withTemporaryDirectory { dir in
             let state = StateDirectory(path: dir)
             try state.prepare()
-            let a = try state.nextIncarnation(wallClockMicros: 5_000)
-            let b = try state.nextIncarnation(wallClockMicros: 4_000)
-            let c = try state.nextIncarnation(wallClockMicros: 9_000)
-            #expect(a == 5_000)
-            #expect(b == 5_001)
-            #expect(c == 9_000)
+            let block = StateDirectory.incarnationBlock
+            let a = try state.nextIncarnation(wallClockMicros: 100 * block + 5, random: 7)
+            let b = try state.nextIncarnation(wallClockMicros: 50 * block, random: 3)
+            let c = try state.nextIncarnation(wallClockMicros: 900 * block + 1, random: block - 1)
+            #expect(a == 100 * block + 7)
+            #expect(b == 101 * block + 3)
+            #expect(c == 900 * block + block - 1)
+            #expect(a < b && b < c)
+        }
+    }
+
+    @Test("two devices started from one copied state directory with the clock set back take different incarnations, so their datagram keys differ")
+    func clonedStateDirectories() async throws {
+        try await withTemporaryDirectory { dir in
+            let original = StateDirectory(path: dir + "/a")
+            try original.prepare()
+            _ = try original.nextIncarnation(wallClockMicros: 1_000 * StateDirectory.incarnationBlock)
+            _ = try original.deviceIdentity()
+            try FileManager.default.copyItem(atPath: dir + "/a", toPath: dir + "/b")
+            let clone = StateDirectory(path: dir + "/b")
+            // Both clocks are behind the stored incarnation (no real-time clock): only the random bits differ.
+            let one = try original.nextIncarnation(wallClockMicros: 10, random: 0x12_3456)
+            let two = try clone.nextIncarnation(wallClockMicros: 10, random: 0xab_cdef)
+            #expect(one != two)
+            #expect(try original.deviceIdentity().identity.peerID == (try clone.deviceIdentity().identity.peerID))
+            let key = GroupKey(bytes: Array(repeating: 3, count: 32), epoch: 1)!
+            let id = try original.deviceIdentity().identity.peerID
+            let first = EnvelopeSealer(sender: id, incarnation: one, key: key).seal([1, 2, 3])
+            let second = EnvelopeSealer(sender: id, incarnation: two, key: key).seal([1, 2, 3])
+            // Same sender, same sequence, same plaintext: different ciphertexts (different keys).
+            #expect(first.suffix(19) != second.suffix(19))
         }
     }
 

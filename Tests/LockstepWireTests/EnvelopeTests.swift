@@ -115,6 +115,15 @@ struct EnvelopeTests {
         #expect(throws: Envelope.Rejection.fromSelf) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 1, key: key).seal([1])) }
     }
 
+    @Test("an authentic datagram with this agent's id and another incarnation is a clone (a copied state directory); its own, or a forgery, is from_self")
+    func clones() {
+        let opener = EnvelopeOpener(me: alice, incarnation: 10, keys: [key])
+        #expect(throws: Envelope.Rejection.fromSelf) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 10, key: key).seal([1])) }
+        #expect(throws: Envelope.Rejection.clone) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 11, key: key).seal([1])) }
+        let stranger = GroupKey(bytes: Array(repeating: 0x77, count: 32), epoch: key.epoch)!
+        #expect(throws: Envelope.Rejection.fromSelf) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 12, key: stranger).seal([1])) }
+    }
+
     @Test("during a rotation both the old and the new key open datagrams")
     func rotation() throws {
         let next = GroupKey(bytes: Array(repeating: 9, count: 32), epoch: 2)!

@@ -81,11 +81,21 @@ public struct StateDirectory: Sendable {
         return name
     }
 
+    /// Incarnations advance by blocks of 2^24 µs (about 17 s), and the low 24 bits of each are
+    /// random: two devices started from one copied state directory, or one device whose clock
+    /// went back (no real-time clock) after its file was lost, still take different
+    /// incarnations, and so different datagram keys, except with probability 2^-24.
+    public static let incarnationBlock: UInt64 = 1 << 24
+
     /// A new incarnation number, larger than every one used before from this directory: the
-    /// wall clock in microseconds, or the last one plus one if the wall clock went back.
-    /// A file that does not hold such a number is refused: a number near the end of the range
-    /// would make every later start fail, one past the peers' limit would be refused by them.
-    public func nextIncarnation(wallClockMicros: UInt64 = UInt64(max(0, Date().timeIntervalSince1970 * 1e6))) throws -> UInt64 {
+    /// wall clock in microseconds (or the block after the last one, if the wall clock is behind
+    /// it) with random low bits (see ``incarnationBlock``). A file that does not hold such a
+    /// number is refused: a number near the end of the range would make every later start fail,
+    /// one past the peers' limit would be refused by them.
+    public func nextIncarnation(
+        wallClockMicros: UInt64 = UInt64(max(0, Date().timeIntervalSince1970 * 1e6)),
+        random: UInt64 = UInt64.random(in: 0..<StateDirectory.incarnationBlock)
+    ) throws -> UInt64 {
         let file = path + "/incarnation"
         var last: UInt64 = 0
         if let text = try? read(file) {
@@ -95,9 +105,12 @@ public struct StateDirectory: Sendable {
             }
             last = value
         }
-        let next = min(max(wallClockMicros, last + 1), Limits.counter.upperBound)
-        guard next > last else {
-            throw Failure(description: "\(file) is at its largest incarnation; remove it, or give this device a new identity (remove peer-id too)")
+        let block = Self.incarnationBlock
+        // `last` ≤ 2^62 (checked above), so none of this overflows.
+        let base = max(wallClockMicros, last + block) / block * block
+        let next = base + random % block
+        guard next > last, next <= Limits.counter.upperBound else {
+            throw Failure(description: "\(file) is at its largest incarnation; remove it, or give this device a new identity (remove identity too)")
         }
         try write(file, String(next) + "\n", mode: 0o644)
         return next

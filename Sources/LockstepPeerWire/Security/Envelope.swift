@@ -47,6 +47,9 @@ public enum Envelope {
         /// device whose clock is years ahead.
         case implausibleIncarnation
         case fromSelf
+        /// An authentic datagram with this agent's own peer id but another incarnation: another
+        /// device holds this device's key (a copied state directory, or a cloned SD card).
+        case clone
 
         public var description: String {
             switch self {
@@ -60,6 +63,7 @@ public enum Envelope {
             case .staleIncarnation: "from an older incarnation of its sender"
             case .implausibleIncarnation: "its sender's incarnation is more than a day ahead of this agent's wall clock"
             case .fromSelf: "from this agent itself"
+            case .clone: "another device uses this device's key (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again (lockstep group invite / join)"
             }
         }
 
@@ -76,6 +80,7 @@ public enum Envelope {
             case .staleIncarnation: "stale_incarnation"
             case .implausibleIncarnation: "implausible_incarnation"
             case .fromSelf: "from_self"
+            case .clone: "clone"
             }
         }
     }
@@ -188,10 +193,14 @@ public final class EnvelopeOpener: Sendable {
     }
 
     private let me: PeerID
+    private let myIncarnation: UInt64?
     private let state: Mutex<State>
 
-    public init(me: PeerID, keys: [GroupKey]) {
+    /// `incarnation`: this agent's own, to tell a datagram of a clone (same peer id, another
+    /// incarnation, authentic) from its own coming back.
+    public init(me: PeerID, incarnation: UInt64? = nil, keys: [GroupKey]) {
         self.me = me
+        self.myIncarnation = incarnation
         var s = State()
         for k in keys { s.keys[UInt8(truncatingIfNeeded: k.epoch)] = k }
         self.state = Mutex(s)
@@ -220,7 +229,8 @@ public final class EnvelopeOpener: Sendable {
     /// how far ahead an incarnation may be (the defaults switch both rules off, for tests).
     public func open(_ datagram: [UInt8], hostNow: Int64 = 0, wallClockMicros: UInt64 = .max) throws(Envelope.Rejection) -> (header: Envelope.Header, plaintext: [UInt8]) {
         let h = try Envelope.header(of: datagram)
-        if h.sender == me { throw .fromSelf }
+        let fromMe = h.sender == me
+        if fromMe && (myIncarnation == nil || myIncarnation == h.incarnation) { throw .fromSelf }
         if h.incarnation > wallClockMicros.addingSaturating(Self.incarnationLeadMicros) { throw .implausibleIncarnation }
         let aad = datagram[0..<Envelope.headerBytes]
         let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
@@ -245,8 +255,9 @@ public final class EnvelopeOpener: Sendable {
             let box = try ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag)
             plaintext = Array(try ChaChaPoly.open(box, using: key, authenticating: aad))
         } catch {
-            throw .authenticationFailed
+            throw fromMe ? .fromSelf : .authenticationFailed
         }
+        if fromMe { throw .clone }
         // Authentic: now the replay check and the sender's state may change.
         let verdict: Envelope.Rejection? = state.withLock { s in
             s.tick &+= 1

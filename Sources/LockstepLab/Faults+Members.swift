@@ -83,4 +83,32 @@ extension Faults {
         o.check("h5 plays in step with them again", rejoined.percentile(99) < 1000, "spread p99 \(us(rejoined.percentile(99))) over the last 2 s")
         return o
     }
+
+    /// Two devices started from one copied state directory (one SD image on two boards): both
+    /// must notice and say so, and their datagrams never share keys.
+    public static func clonedDevice() async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "a device's state directory copied to another device, both started")
+        let lab = try Lab(hosts: 3, name: "fclone")
+        defer { lab.destroy() }
+        for h in 1...2 { try lab.startAgent(h) }
+        _ = try await waitUntil(timeout: 15) { try await lab.allReachable(among: [1, 2]) }
+        let before: AgentStatus = try await lab.request(2, "status")
+        try lab.kill(2)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        _ = try lab.exec(3, ["sh", "-c", "rm -rf \(lab.hostDirectory(3))/state && cp -a \(lab.hostDirectory(2))/state \(lab.hostDirectory(3))/state"])
+        try lab.startAgent(2)
+        try lab.startAgent(3)
+        var statuses: [AgentStatus] = []
+        let noticed = await waitUntil(timeout: 10, interval: 0.1) {
+            statuses = []
+            for h in [2, 3] { if let s: AgentStatus = try? await lab.request(h, "status") { statuses.append(s) } }
+            return statuses.count == 2 && statuses.allSatisfy { ($0.counters["dropped_clone"] ?? 0) > 0 }
+        }
+        o.figures["noticed_s"] = noticed ?? -1
+        o.check("both copies say another device uses their key", noticed != nil, noticed.map { String(format: "both within %.1f s of starting", $0) } ?? "counters: \(statuses.map { $0.counters["dropped_clone"] ?? 0 })")
+        o.check("they share the peer id (the copied key), as expected", statuses.count == 2 && statuses.allSatisfy { $0.peerID == before.peerID }, statuses.map(\.peerID).joined(separator: ", "))
+        let distinct = statuses.count == 2 && statuses[0].incarnation != statuses[1].incarnation
+        o.check("their incarnations differ, so no datagram key is shared", distinct, statuses.map { String($0.incarnation) }.joined(separator: " vs "))
+        return o
+    }
 }
