@@ -57,7 +57,8 @@ extension Agent {
             guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? "") else { return }
             if peer == identity.peerID {
                 // Our own service, or another device with our key (a copied state directory).
-                if let mine = registeredInstance, service.instanceName != mine {
+                // (Before avahi confirms the registration, the instance is the name asked for.)
+                if service.instanceName != registeredInstance ?? identity.name {
                     transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again", detail: service.instanceName, from: service.endpoints.first)
                 }
                 return

@@ -111,7 +111,7 @@ extension Agent {
                 transport?.opener.accept(accepted)
             case .acceptPairs(let pairs):
                 transport?.opener.acceptPairs(pairs)
-                transport?.setMembers(pairs.keys)
+                transport?.setMembers(pairs.keys, removed: keys.roster.removed)
             case .sealWith(let key):
                 transport?.sealer.use(key)
                 logger.info("sealing under the group key", metadata: ["group.epoch": "\(key.epoch)", "members.unacknowledged": "\(keys.unacknowledged)"])

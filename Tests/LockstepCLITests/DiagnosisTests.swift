@@ -125,7 +125,7 @@ struct DiagnosisTests {
         let check = Diagnosis().report(o)[.peers]
         #expect(check?.outcome == .failed)
         #expect(check?.finding == "attic at 10.0.0.9 runs Lockstep in another group (tag 0000000000000000; this device: \(Self.tag)): the two never play together")
-        #expect(check?.fix == "to join its group: on attic run lockstep group show --reveal, then here lockstep group join CODE")
+        #expect(check?.fix == "to join its group: on attic run lockstep group invite, then here lockstep group join CODE")
     }
 
     @Test("datagrams refused for their key while the doctor looks fail key epochs; old ones only warn")
@@ -137,6 +137,20 @@ struct DiagnosisTests {
         #expect(check?.finding.hasPrefix("4 datagrams in the last 2.0 s under a key this agent does not hold (key epoch 3 of group 'home')") == true)
         o.agent = .answered(Self.status(counters: ["received": 100, "dropped_unknown_key_epoch": 4]))
         #expect(Diagnosis().report(o)[.keyEpochs]?.outcome == .warning)
+    }
+
+    @Test("another device using this device's key fails key epochs and says how to part them; removed devices knocking are only noted")
+    func clonesAndRemoved() {
+        var o = Self.healthy()
+        o.statusLater = Self.status(counters: ["received": 120, "dropped_clone": 2])
+        let check = Diagnosis().report(o)[.keyEpochs]
+        #expect(check?.outcome == .failed)
+        #expect(check?.finding.contains("another device uses this device's key") == true)
+        #expect(check?.fix?.contains("remove STATE_DIR/identity") == true)
+        o.statusLater = Self.status(counters: ["received": 120, "dropped_removed_member": 7])
+        let knocking = Diagnosis().report(o)[.keyEpochs]
+        #expect(knocking?.outcome == .ok)
+        #expect(knocking?.finding.contains("7 datagrams from removed devices refused") == true)
     }
 
     @Test("a clock bound over the limit fails, a quarter of it warns, and a contradicted estimate fails")

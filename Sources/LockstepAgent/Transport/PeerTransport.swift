@@ -53,14 +53,18 @@ public final class PeerTransport: Sendable {
     public static let undecryptableInterval: Int64 = 500_000_000
     /// Members, and when each was last reported undecryptable.
     private let members = Mutex<[PeerID: Int64]>([:])
+    /// Devices removed from the group: what they send under keys we no longer hold is counted
+    /// as theirs (`removed_member`), not as a key problem.
+    private let removed = Mutex<Set<PeerID>>([])
 
     /// The group's members (from the roster): only their undecryptable datagrams are reported.
-    public func setMembers(_ ids: some Sequence<PeerID>) {
+    public func setMembers(_ ids: some Sequence<PeerID>, removed gone: Set<PeerID>) {
         members.withLock { m in
             var next: [PeerID: Int64] = [:]
             for id in ids { next[id] = m[id] ?? .min }
             m = next
         }
+        removed.withLock { $0 = gone }
     }
 
     public let socket: PeerSocket
@@ -132,8 +136,16 @@ public final class PeerTransport: Sendable {
             } catch {
                 // Our own sender id: a path back to ourselves (a static peer naming this agent), or
                 // junk forged with our id; counted, not worth a warning.
-                if error == .fromSelf { count("dropped_from_self") } else { drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source) }
-                if error == .unknownKeyEpoch || error == .authenticationFailed, let h = try? Envelope.header(of: datagram.bytes) {
+                let header = error == .unknownKeyEpoch || error == .authenticationFailed ? try? Envelope.header(of: datagram.bytes) : nil
+                if error == .fromSelf {
+                    count("dropped_from_self")
+                } else if let h = header, removed.withLock({ $0.contains(h.sender) }) {
+                    drop("removed_member", "dropped a datagram from a device removed from the group", from: datagram.source)
+                    return
+                } else {
+                    drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source)
+                }
+                if let h = header {
                     let due = members.withLock { m -> Bool in
                         guard let last = m[h.sender], datagram.receivedAt.subtractingSaturating(last) >= Self.undecryptableInterval else { return false }
                         m[h.sender] = datagram.receivedAt

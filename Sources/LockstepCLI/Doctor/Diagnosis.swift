@@ -197,7 +197,7 @@ public struct Diagnosis: Sendable {
             let at = service.address.map { " at \($0)" } ?? ""
             if service.groupTag != s.group.tag {
                 problems.append("\(service.peerName)\(at) runs Lockstep in another group (tag \(service.groupTag ?? "none"); this device: \(s.group.tag)): the two never play together")
-                fixes.append("to join its group: on \(service.peerName) run lockstep group show --reveal, then here lockstep group join CODE")
+                fixes.append("to join its group: on \(service.peerName) run lockstep group invite, then here lockstep group join CODE")
                 if reachableCount == 0 { failed = true }
             } else if service.peerProtocol != String(s.peerProtocol) {
                 problems.append("\(service.peerName)\(at) speaks peer protocol \(service.peerProtocol ?? "?") (this device: \(s.peerProtocol))")
@@ -229,16 +229,27 @@ public struct Diagnosis: Sendable {
         let before = keys.map { s.counters[$0] ?? 0 }.reduce(0, +)
         let after = o.statusLater.map { l in keys.map { l.counters[$0] ?? 0 }.reduce(0, +) } ?? before
         let epoch = "key epoch \(s.group.epoch) of group '\(s.group.name)'"
-        let fix = "on a device that plays with the group: lockstep group show --reveal; here: lockstep group join CODE"
+        let fix = "on a device that plays with the group: lockstep group invite; here: lockstep group join CODE"
+        let clones = o.statusLater.map { $0.counters["dropped_clone"] ?? 0 } ?? (s.counters["dropped_clone"] ?? 0)
+        if clones > 0 {
+            return .init(
+                .keyEpochs, .failed,
+                "another device uses this device's key (\(clones) of its datagrams or announcements seen): its state directory was copied from this one",
+                fix: "on one of the two: stop lockstepd, remove STATE_DIR/identity, start it and join again (lockstep group invite on a member, lockstep group join CODE there)")
+        }
         if after > before {
             let seconds = o.seconds > 0 ? " in the last \(Human.fixed(o.seconds, 1)) s" : ""
             return .init(
                 .keyEpochs, .failed,
-                "\(after - before) datagram\(after - before == 1 ? "" : "s")\(seconds) under a key this agent does not hold (\(epoch)): a device of the group rotated the key while this one was away, or holds an old join code",
+                "\(after - before) datagram\(after - before == 1 ? "" : "s")\(seconds) under a key this agent does not hold (\(epoch)), and no member sent it the key: this device was removed from the group, or is not a member (an old join code)",
                 fix: fix)
         }
         if before > 0 {
             return .init(.keyEpochs, .warning, "\(epoch); \(before) datagram\(before == 1 ? "" : "s") refused for their key since the agent started, none now", fix: "if a device still does not play: \(fix)")
+        }
+        let removed = o.statusLater.map { $0.counters["dropped_removed_member"] ?? 0 } ?? (s.counters["dropped_removed_member"] ?? 0)
+        if removed > 0 {
+            return .init(.keyEpochs, .ok, "\(epoch); \(removed) datagram\(removed == 1 ? "" : "s") from removed devices refused (they read nothing the group sends)")
         }
         return .init(.keyEpochs, .ok, "\(epoch); no datagram refused for its key")
     }
