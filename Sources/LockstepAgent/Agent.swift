@@ -198,7 +198,7 @@ public actor Agent: ClientHandler {
         case .keyAck(let epoch):
             keys.onKeyAck(epoch: epoch, from: d.sender)
         case .memberKey(let key, let name):
-            execute(keys.onMemberKey(key, name: name, from: d.sender))
+            execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte))
         default:
             execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
         }

@@ -74,7 +74,8 @@ struct GroupMembersTests {
             case .keyAck(let epoch):
                 agents[to]!.onKeyAck(epoch: epoch, from: from)
             case .memberKey(let key, let name):
-                deliver(from: to, agents[to]!.onMemberKey(key, name: name, from: from))
+                let sealedWith = UInt8(truncatingIfNeeded: agents[from]!.group.epoch)
+                deliver(from: to, agents[to]!.onMemberKey(key, name: name, from: from, epochByte: sealedWith))
             default: break
             }
         }
@@ -105,9 +106,23 @@ struct GroupMembersTests {
         var net = Net(["a", "b"])
         let intruder = DeviceIdentity(rawRepresentation: Array(repeating: 99, count: 32))!
         var a = net[ "a"]
-        let out = a.onMemberKey(intruder.member.bytes, name: "fake b", from: net.id("b"))
+        let out = a.onMemberKey(intruder.member.bytes, name: "fake b", from: net.id("b"), epochByte: 1)
         #expect(out == [.refused(.notOwnKey, from: net.id("b"))])
         #expect(a.roster.member(net.id("b"))?.name == "b")
+        net.agents[net.id("a")] = a
+    }
+
+    @Test("after a new epoch, a device that is not a member and announces itself under the older key (an old join code) is refused; a member away is not")
+    func oldJoinCodeAdmitsNobody() throws {
+        var net = Net(["a", "b"])
+        var a = net["a"]
+        _ = try a.onRotate(newKeyBytes: net.nextKey(), now: net.now)
+        let newcomer = DeviceIdentity(rawRepresentation: Array(repeating: 42, count: 32))!
+        #expect(a.onMemberKey(newcomer.member.bytes, name: "late", from: newcomer.peerID, epochByte: 1) == [.refused(.memberKeyOldKey, from: newcomer.peerID)])
+        #expect(!a.roster.isMember(newcomer.peerID))
+        #expect(a.onMemberKey(net.devices["b"]!.member.bytes, name: "b", from: net.id("b"), epochByte: 1).isEmpty)
+        let current = UInt8(truncatingIfNeeded: a.group.epoch)
+        #expect(a.onMemberKey(newcomer.member.bytes, name: "late", from: newcomer.peerID, epochByte: current).contains(.notice(.admitted(newcomer.peerID, name: "late"))))
         net.agents[net.id("a")] = a
     }
 
@@ -147,7 +162,7 @@ struct GroupMembersTests {
         // The removed device's datagrams are refused, and its key announcements too.
         var b = net["b"]
         #expect(b.onDatagram(from: net.id("r"), source: Self.ep, epochByte: 1, now: net.now).accepted == false)
-        #expect(b.onMemberKey(net.devices["r"]!.member.bytes, name: "r", from: net.id("r")) == [.refused(.removedMember, from: net.id("r"))])
+        #expect(b.onMemberKey(net.devices["r"]!.member.bytes, name: "r", from: net.id("r"), epochByte: 1) == [.refused(.removedMember, from: net.id("r"))])
         // Acknowledged by b and c: nothing left to resend.
         #expect(net["a"].unacknowledged == 0)
     }

@@ -72,6 +72,9 @@ public struct GroupMembers: Sendable {
         case notOwnKey = "member_key_not_own"
         /// The roster is full.
         case rosterFull = "roster_full"
+        /// A `member_key` from a device that is not a member, sealed under an older group key
+        /// (an old join code: it must not admit anyone once a newer key exists).
+        case memberKeyOldKey = "member_key_old_key"
         /// An `epoch_key` not sealed pairwise, or from a device that is not a member.
         case epochKeyNotPairwise = "epoch_key_not_pairwise"
         /// An `epoch_key` for an epoch that cannot be (past the last, or ending in 0xff).
@@ -225,9 +228,14 @@ public struct GroupMembers: Sendable {
         .epochKey(epoch: group.epoch, key: group.key, removed: Array(group.roster.removed.sorted().prefix(PeerMessage.maxRemovedPerKey)))
     }
 
-    /// A device announces its key: admitted unless it was removed.
-    public mutating func onMemberKey(_ key: [UInt8], name: String, from sender: PeerID) -> [Directive] {
+    /// A device announces its key, sealed under the group key of epoch byte `epochByte` (nil:
+    /// vouched for otherwise, by pairing): admitted unless it was removed, and only under the
+    /// current key if it is not a member yet.
+    public mutating func onMemberKey(_ key: [UInt8], name: String, from sender: PeerID, epochByte: UInt8?) -> [Directive] {
         guard let member = MemberKey(bytes: key), member.peerID == sender else { return [.refused(.notOwnKey, from: sender)] }
+        if let e = epochByte, e != UInt8(truncatingIfNeeded: group.epoch), !group.roster.isMember(sender), !group.roster.isRemoved(sender) {
+            return [.refused(.memberKeyOldKey, from: sender)]
+        }
         var roster = group.roster
         switch roster.admit(member, name: name) {
         case .removed: return [.refused(.removedMember, from: sender)]
@@ -315,7 +323,7 @@ public struct GroupMembers: Sendable {
     /// sealing under the previous key is sent the current one.
     public mutating func onDatagram(from sender: PeerID, source: Endpoint, epochByte: UInt8, now: LocalTime) -> (accepted: Bool, directives: [Directive]) {
         if group.roster.isRemoved(sender) { return (false, [.refused(.removedMember, from: sender)]) }
-        guard epochByte != GroupKey.pairEpochByte, epochByte != UInt8(truncatingIfNeeded: group.epoch), switchAt == nil else { return (true, []) }
+        guard group.roster.isMember(sender), epochByte != GroupKey.pairEpochByte, epochByte != UInt8(truncatingIfNeeded: group.epoch), switchAt == nil else { return (true, []) }
         return (true, push(to: sender, source: source, now: now))
     }
 
