@@ -79,6 +79,22 @@ struct PairSessionsTests {
         #expect(out.contains { if case .send(.sessionOffer, _) = $0 { true } else { false } })
     }
 
+    @Test("after a tick, no deadline is left in the past: an offer to a peer out of reach waits, renewals are the offerer's alone")
+    func deadlinesMove() {
+        var p = Pair()
+        _ = p.lo.onHeard(p.hiID, incarnation: 1, underSession: false, pairKey: p.pairKey, now: p.now)  // offer lost
+        for _ in 0..<5 {
+            p.now = p.now + .seconds(1)
+            #expect(p.lo.onTick(now: p.now, reachable: []).isEmpty)
+            #expect((p.lo.nextDeadline ?? .distantFuture) > p.now)
+        }
+        var q = Pair()
+        q.handshake()
+        q.now = q.now + .seconds(500)
+        _ = q.hi.onTick(now: q.now, reachable: [q.loID])
+        #expect(q.hi.nextDeadline == nil)
+    }
+
     @Test("an answer to an offer this device did not make, or not sealed pairwise, is ignored")
     func strayAnswers() {
         var p = Pair()

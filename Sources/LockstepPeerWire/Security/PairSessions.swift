@@ -56,6 +56,8 @@ public struct PairSessions: Sendable {
         var incarnation: UInt64
         var session: Session?
         var offer: Offer?
+        /// The offerer's next look at this peer: an offer again, or a renewal (nil: not the offerer).
+        var due: LocalTime?
     }
 
     public let configuration: Configuration
@@ -107,6 +109,7 @@ public struct PairSessions: Sendable {
     private mutating func offer(to peer: PeerID, now: LocalTime) -> [Directive] {
         let e = Curve25519.KeyAgreement.PrivateKey()
         peers[peer]?.offer = Offer(ephemeral: e, sentAt: now)
+        peers[peer]?.due = now + configuration.retryInterval
         return [.send(.sessionOffer(ephemeral: Array(e.publicKey.rawRepresentation)), to: peer)]
     }
 
@@ -135,6 +138,7 @@ public struct PairSessions: Sendable {
         let old = p.session
         p.session = Session(key: key, sealing: true, began: now, previous: old?.key, previousUntil: old == nil ? nil : now + configuration.previousLife)
         p.offer = nil
+        p.due = now + configuration.rekeyInterval
         peers[peer] = p
         return [.install(peer, accept: [key] + (old.map { [$0.key] } ?? []), seal: key)]
     }
@@ -158,24 +162,24 @@ public struct PairSessions: Sendable {
                 peers[id] = p
                 out.append(.install(id, accept: [s.key], seal: s.sealing ? s.key : nil))
             }
-            guard offers(to: id), reachable.contains(id) else { continue }
-            if let o = p.offer {
-                if now - o.sentAt >= configuration.retryInterval { out += offer(to: id, now: now) }
-            } else if let s = p.session, now - s.began >= configuration.rekeyInterval {
+            guard offers(to: id), let due = p.due, now >= due else { continue }
+            if reachable.contains(id) {
+                // An unanswered offer again, or a renewal.
                 out += offer(to: id, now: now)
+            } else {
+                // Not reachable now: look again later (never a deadline left in the past).
+                peers[id]?.due = now + configuration.retryInterval
             }
         }
         return out
     }
 
+    /// When ``onTick(now:reachable:)`` next has work: an offer or renewal due, a replaced key to drop.
     public var nextDeadline: LocalTime? {
         var d: [LocalTime] = []
         for p in peers.values {
-            if let o = p.offer { d.append(o.sentAt + configuration.retryInterval) }
-            if let s = p.session {
-                if let u = s.previousUntil { d.append(u) }
-                d.append(s.began + configuration.rekeyInterval)
-            }
+            if let due = p.due { d.append(due) }
+            if let u = p.session?.previousUntil { d.append(u) }
         }
         return d.min()
     }
