@@ -1,0 +1,191 @@
+import ArgumentParser
+import Foundation
+import LockstepLab
+import LockstepPlayerProtocol
+
+/// What an idle group costs each agent, and how well it keeps time, by group size.
+///
+/// Per size: a lab of that many hosts (each with its own avahi-daemon), one agent per host, all
+/// started together. Measured: the time until every agent lists every other as reachable (from
+/// the last agent's start); then, after `--settle` seconds (the clock bursts are over), each
+/// agent's CPU (utime + stime from `/proc/PID/stat`), its resident memory (RSS, and PSS: the
+/// shared library pages split among the agents that map them), and the UDP datagrams and bytes
+/// its host sends (the host's `/proc/net/snmp` and `eth0` counters: the agent and its avahi),
+/// over `--seconds`; nothing else talks to the agents meanwhile. Last, the clock: every agent's
+/// `clock` view, once a second for `--clock-seconds`. All hosts share one kernel clock and no
+/// clock is simulated, so the true offset between any two is zero and the offset an agent
+/// reports *is* its error; `direct` rows are measured links, `composed` ones two-hop paths.
+struct ScaleBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scale",
+        abstract: "Idle cost per agent (CPU, memory, datagrams), time to all reachable, and clock error, by group size.")
+
+    @OptionGroup var options: BenchOptions
+
+    @Option(help: "Group sizes, comma-separated.")
+    var hosts = "8,16,32,64"
+
+    @Option(help: "Seconds after all are reachable before measuring (the clock bursts end).")
+    var settle = 20.0
+
+    @Option(help: "Seconds of idle measurement.")
+    var seconds = 30.0
+
+    @Option(help: "Seconds of clock readings (one per agent per second) after the idle measurement.")
+    var clockSeconds = 10.0
+
+    /// One agent's counters at one moment.
+    struct Sample {
+        var cpuTicks: Double
+        var udpOut: Double
+        var txBytes: Double
+    }
+
+    func run() async throws {
+        try options.check()
+        var report = Report(benchmark: "scale")
+        report.parameters = [
+            "hosts": hosts, "settle_s": fmt(settle, 0), "idle_s": fmt(seconds, 0), "clock_s": fmt(clockSeconds, 0),
+            "cpu": "utime+stime of each lockstepd over the idle window, % of one core",
+            "traffic": "UDP datagrams and eth0 bytes sent by each lab host (its agent and its avahi-daemon)",
+            "truth": "one kernel clock, no simulated clocks: the reported offset is the error",
+            "machine": "\(ProcessInfo.processInfo.activeProcessorCount) cores, shared with whatever else runs",
+        ]
+        var rows: [[String: String]] = []
+        let order = "hosts,all reachable s,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,load"
+        for n in hosts.split(separator: ",").compactMap({ Int($0) }) {
+            options.progress("\(n) hosts")
+            var row = try await measure(n, into: &report)
+            row["_order"] = order
+            rows.append(row)
+        }
+        report.tables["idle group, per agent"] = rows
+        report.notes.append("not measured here yet: reference-player start spread and command-to-all latency at these sizes (tools/bench players covers 3-8 hosts)")
+        report.print(json: options.json)
+    }
+
+    private func measure(_ n: Int, into report: inout Report) async throws -> [String: String] {
+        let lab = try Lab(hosts: n, name: "bs\(n)")
+        defer { lab.destroy() }
+        for h in 1...n { try lab.startAgent(h, wait: false) }
+        let lastStart = Date()
+        let reachable = await waitUntil(timeout: 60, interval: 0.2) { (try? await lab.allReachable(among: Array(1...n))) ?? false } ?? .infinity
+        let reachableAfter = reachable.isFinite ? Date().timeIntervalSince(lastStart) : .infinity
+        options.progress("  all reachable after \(fmt(reachableAfter)) s; settling \(fmt(settle, 0)) s")
+        try await Task.sleep(nanoseconds: UInt64(settle * 1e9))
+
+        let pids = try (1...n).map { try pid(lab, $0, "agent") }
+        let avahiPids = (1...n).compactMap { try? pid(lab, $0, "avahi") }
+        let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let before = try (1...n).map { try sample(lab, $0, pid: pids[$0 - 1]) }
+        let avahiBefore = avahiPids.map { cpuTicks($0) ?? 0 }
+        let t0 = Date()
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        let after = try (1...n).map { try sample(lab, $0, pid: pids[$0 - 1]) }
+        let avahiAfter = avahiPids.map { cpuTicks($0) ?? 0 }
+        let dt = Date().timeIntervalSince(t0)
+        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
+
+        let cpu = Stats(zip(before, after).map { ($1.cpuTicks - $0.cpuTicks) / hz / dt * 100 })
+        let avahiCPU = Stats(zip(avahiBefore, avahiAfter).map { ($1 - $0) / hz / dt * 100 })
+        let udp = Stats(zip(before, after).map { ($1.udpOut - $0.udpOut) / dt })
+        let tx = Stats(zip(before, after).map { ($1.txBytes - $0.txBytes) / dt })
+        let rss = Stats(pids.compactMap { status($0, "VmRSS") }.map { $0 / 1024 })
+        let pssMiB = Stats(pids.compactMap { proportionalSetSize($0) }.map { $0 / 1024 })
+        let threads = Stats(pids.compactMap { status($0, "Threads") })
+
+        // Clock readings: the offset is the error (one kernel clock).
+        var direct: [Double] = [], composed: [Double] = [], covered = 0, readings = 0
+        let end = Date().addingTimeInterval(clockSeconds)
+        while Date() < end {
+            for h in 1...n {
+                guard let r = try? await lab.request(h, "clock", as: ClockResult.self) else { continue }
+                for p in r.peers {
+                    readings += 1
+                    if p.offsetNs.magnitude <= p.errorBoundNs { covered += 1 }
+                    if p.source == "direct" { direct.append(p.offsetNs.magnitude) } else { composed.append(p.offsetNs.magnitude) }
+                }
+            }
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+        }
+        let d = Stats(direct), c = Stats(composed)
+        let coverage = readings == 0 ? 0 : Double(covered) / Double(readings) * 100
+
+        let f = "hosts_\(n)_"
+        report.figures[f + "all_reachable_s"] = reachableAfter
+        report.figures[f + "cpu_median_percent"] = cpu.median
+        report.figures[f + "cpu_max_percent"] = cpu.max
+        report.figures[f + "avahi_cpu_median_percent"] = avahiCPU.median
+        report.figures[f + "rss_median_mib"] = rss.median
+        report.figures[f + "pss_median_mib"] = pssMiB.median
+        report.figures[f + "udp_datagrams_per_s_median"] = udp.median
+        report.figures[f + "tx_bytes_per_s_median"] = tx.median
+        report.figures[f + "clock_direct_p50_us"] = d.median / 1e3
+        report.figures[f + "clock_direct_p99_us"] = d.percentile(99) / 1e3
+        report.figures[f + "clock_coverage_percent"] = coverage
+        if c.count > 0 { report.figures[f + "clock_composed_p99_us"] = c.percentile(99) / 1e3 }
+        let cpuGoal = n <= 8 ? 0.3 : 1.0
+        report.goal("\(n) hosts: idle CPU per agent (max)", target: "< \(fmt(cpuGoal, 1)) %", measured: "\(fmt(cpu.max, 2)) %", met: cpu.max < cpuGoal)
+        report.goal("\(n) hosts: RSS per agent (median)", target: "< 20 MiB", measured: "\(fmt(rss.median, 1)) MiB", met: rss.median < 20)
+        report.goal("\(n) hosts: all reachable", target: "< 3 s", measured: "\(fmt(reachableAfter, 2)) s", met: reachableAfter < 3)
+        report.goal("\(n) hosts: clock p99 (direct)", target: "<= 5 us", measured: "\(fmt(d.percentile(99) / 1e3, 2)) us", met: d.percentile(99) <= 5_000)
+        return [
+            "hosts": String(n), "all reachable s": fmt(reachableAfter, 2), "cpu median %": fmt(cpu.median, 2), "cpu max %": fmt(cpu.max, 2),
+            "avahi cpu median %": fmt(avahiCPU.median, 2), "rss median MiB": fmt(rss.median, 1), "pss median MiB": fmt(pssMiB.median, 1),
+            "threads": fmt(threads.median, 0), "udp dg/s": fmt(udp.median, 1), "tx bytes/s": fmt(tx.median, 0),
+            "clock p50 us": fmt(d.median / 1e3, 2), "clock p99 us": fmt(d.percentile(99) / 1e3, 2), "coverage %": fmt(coverage, 2),
+            "composed n": String(c.count), "composed p99 us": c.count > 0 ? fmt(c.percentile(99) / 1e3, 2) : "-", "load": load,
+        ]
+    }
+
+    /// The pid `tools/lab` recorded for process `name` on host `h` (first field of NAME.pid).
+    private func pid(_ lab: Lab, _ h: Int, _ name: String) throws -> Int32 {
+        let text = try String(contentsOfFile: "\(lab.hostDirectory(h))/\(name).pid", encoding: .utf8)
+        guard let pid = text.split(separator: " ").first.flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            throw ValidationError("no pid in \(lab.hostDirectory(h))/\(name).pid")
+        }
+        return pid
+    }
+
+    private func sample(_ lab: Lab, _ h: Int, pid: Int32) throws -> Sample {
+        // Both counters from inside the host's network namespace.
+        let text = try lab.exec(h, ["cat", "/proc/net/snmp", "/proc/net/dev"])
+        let lines = text.split(separator: "\n")
+        let udp = lines.filter { $0.hasPrefix("Udp:") }
+        var udpOut = 0.0
+        if udp.count >= 2 {
+            let names = udp[0].split(separator: " "), values = udp[1].split(separator: " ")
+            if let i = names.firstIndex(of: "OutDatagrams"), i < values.count { udpOut = Double(values[i]) ?? 0 }
+        }
+        var txBytes = 0.0
+        if let eth = lines.first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("eth0:") }) {
+            let fields = eth.split(separator: ":", maxSplits: 1).last?.split(separator: " ") ?? []
+            if fields.count > 8 { txBytes = Double(fields[8]) ?? 0 }
+        }
+        return Sample(cpuTicks: cpuTicks(pid) ?? 0, udpOut: udpOut, txBytes: txBytes)
+    }
+
+    /// utime + stime of `pid`, in clock ticks.
+    private func cpuTicks(_ pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name: state is field 3; utime and stime are 14 and 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
+        return u + s
+    }
+
+    /// A `/proc/PID/status` field's number (kB for sizes).
+    private func status(_ pid: Int32, _ key: String) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n").first { $0.hasPrefix(key + ":") }?.replacingOccurrences(of: "\t", with: " ")
+        return line?.split(separator: " ").dropFirst().first.flatMap { Double($0) }
+    }
+
+    /// Proportional set size, kB (`/proc/PID/smaps_rollup`).
+    private func proportionalSetSize(_ pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n").first { $0.hasPrefix("Pss:") }
+        return line.flatMap { Double($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+    }
+}
