@@ -56,6 +56,8 @@ struct ScaleBench: AsyncParsableCommand {
         for n in hosts.split(separator: ",").compactMap({ Int($0) }) {
             options.progress("\(n) hosts")
             var row = try await measure(n, into: &report)
+            // Each size's figures as soon as they are known: a larger size may not fit.
+            options.progress(order.split(separator: ",").map { "\($0)=\(row[String($0)] ?? "?")" }.joined(separator: " "))
             row["_order"] = order
             rows.append(row)
         }
