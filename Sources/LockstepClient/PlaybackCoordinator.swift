@@ -11,24 +11,33 @@ import LockstepPlayerProtocol
 /// restoring the item, the readiness and the open suspensions. The decisions are
 /// ``CoordinatorPolicy``'s; this actor only moves messages.
 ///
-///     actor Player: PlayerDelegate {
+///     actor Player: PlayerDelegate {                   // a player whose media clock is CLOCK_MONOTONIC
 ///         var anchor = (item: Int64(0), host: Int64(0)), rate = 0.0
-///         func play(_ c: PlayCommand) async { anchor = (c.itemTimeNs, c.hostTimeNs); rate = c.rate }
-///         func pause(_ c: PauseCommand) async { anchor = (c.itemTimeNs, c.hostTimeNs); rate = 0 }
-///         func currentPosition() async -> PositionSample? {
+///
+///         func play(_ c: PlayCommand) {                // present c.itemTimeNs at c.hostTimeNs, at c.rate
+///             anchor = (c.itemTimeNs, c.hostTimeNs)
+///             rate = c.rate
+///         }
+///
+///         func pause(_ c: PauseCommand) {              // stop at c.itemTimeNs from c.hostTimeNs
+///             anchor = (c.itemTimeNs, c.hostTimeNs)
+///             rate = 0
+///         }
+///
+///         func currentPosition() -> PositionSample? {  // the player's own clock, read now
 ///             let now = MonotonicClock.read()
-///             return PositionSample(itemTimeNs: anchor.item + Int64(Double(now - anchor.host) * rate), hostTimeNs: now)
+///             return PositionSample(itemTimeNs: anchor.item + Int64(Double(max(0, now - anchor.host)) * rate), hostTimeNs: now)
 ///         }
 ///     }
 ///
-///     let coordinator = PlaybackCoordinator(delegate: Player(), name: "living room",
-///                                           capabilities: PlayerCapabilities(exactSeek: true))
-///     try await coordinator.run { coordinator in
-///         _ = try await coordinator.transition(toItem: "file:///films/night.mkv", durationNs: 5_400_000_000_000)
-///         try await coordinator.setReady()
-///         try await coordinator.coordinateRateChange(to: 1)   // play, for everyone
-///         for await change in await coordinator.changes() {
-///             if case .participants(let all) = change { print(all.filter { !$0.isMe }.map(\.name)) }
+///     let coordinator = PlaybackCoordinator(delegate: Player(), name: "my player",
+///         capabilities: PlayerCapabilities(exactSeek: true, startAtHostTime: true), startLatencyNs: 50_000_000)
+///     try await coordinator.run { coordinator in                // connects; reconnects by itself
+///         try await coordinator.transition(toItem: "file:///films/night.mkv")
+///         try await coordinator.setReady()                      // loaded: the group may start
+///         try await coordinator.coordinateRateChange(to: 1)     // the user pressed play: for everyone
+///         for await change in await coordinator.changes() {     // participants, the group's item, …
+///             if case .participants(let all) = change { print("with", all.filter { !$0.isMe }.map(\.name)) }
 ///         }
 ///     }
 public actor PlaybackCoordinator {
@@ -190,6 +199,16 @@ public actor PlaybackCoordinator {
     public func coordinateRateChange(to rate: Double) async throws {
         let intent = rate == 0 ? IntentRequest(action: .pause) : IntentRequest(action: .play, rate: rate)
         let _: EmptyResult = try await request("intent", intent)
+    }
+
+    /// `coordinateRateChange(to: 1)`, keeping the group's rate.
+    public func coordinatePlay() async throws {
+        let _: EmptyResult = try await request("intent", IntentRequest(action: .play))
+    }
+
+    /// `coordinateRateChange(to: 0)`.
+    public func coordinatePause() async throws {
+        try await coordinateRateChange(to: 0)
     }
 
     /// The user sought to `itemTimeNs`: the whole group moves there.
