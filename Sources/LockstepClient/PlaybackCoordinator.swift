@@ -242,6 +242,15 @@ public actor PlaybackCoordinator {
 
     func isOpen(suspension key: Int) -> Bool { suspensions[key] != nil }
 
+    /// Has the agent keep `outputLatencyNs` (0 to 10 s) for this player's name, or forget it
+    /// (nil): from the next connection on, a hello without an output latency gets it (this
+    /// coordinator's own, if configured, wins). Returns every latency the agent keeps.
+    @discardableResult
+    public func saveOutputLatency(_ outputLatencyNs: Int64?) async throws -> [SavedLatency] {
+        let r: LatencyListResult = try await request("latency_set", LatencySetRequest(name: configuration.name, outputLatencyNs: outputLatencyNs))
+        return r.latencies
+    }
+
     // MARK: Inside
 
     private func request<R: Decodable & Sendable>(_ type: String, _ params: some Encodable & Sendable = EmptyResult()) async throws -> R {

@@ -189,3 +189,32 @@ struct PlaybackCoordinatorTests {
         }
     }
 }
+
+extension PlaybackCoordinatorTests {
+    @Test("a saved output latency survives an agent restart and applies to the next hello of that name without its own")
+    func savedOutputLatency() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let coordinator = PlaybackCoordinator(delegate: VirtualPlayer(), name: "swift-tv", socketPath: socket)
+                let saved = try await coordinator.run { try await $0.saveOutputLatency(80 * Self.ms) }
+                #expect(saved == [SavedLatency(name: "swift-tv", outputLatencyNs: 80 * Self.ms)])
+            }
+            try await withRunningAgent(in: dir) { socket, _ in
+                let tv = PlaybackCoordinator(delegate: VirtualPlayer(), name: "swift-tv", socketPath: socket)
+                let other = PlaybackCoordinator(delegate: VirtualPlayer(), name: "swift-other", socketPath: socket)
+                let own = PlaybackCoordinator(delegate: VirtualPlayer(), name: "swift-tv", socketPath: socket, outputLatencyNs: 5 * Self.ms)
+                try await tv.run { _ in
+                    try await other.run { _ in
+                        try await own.run { _ in
+                            let players: PlayersResult = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("players") }
+                            let latencies = players.players.map { "\($0.participant.name)=\($0.outputLatencyNs / Self.ms)" }.sorted()
+                            #expect(latencies == ["swift-other=0", "swift-tv=5", "swift-tv=80"])
+                        }
+                    }
+                }
+                let list: LatencyListResult = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("latency_list") }
+                #expect(list.latencies.map(\.name) == ["swift-tv"])
+            }
+        }
+    }
+}
