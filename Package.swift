@@ -154,6 +154,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The Swift player SDK: the coordinator's policy on a manual clock, the coordinator against an agent.
+        .testTarget(name: "LockstepClientTests", dependencies: ["LockstepClient", "LockstepPlayerProtocol", "LockstepTestKit"]),
         .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepTestKit", "LockstepLab", "LockstepPlayerProtocol"]),
         // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
         .testTarget(

@@ -78,6 +78,21 @@ extension Agent {
             request.reply(stateView(now: now))
         case "players":
             request.reply(playersView())
+        case "latency_list":
+            request.reply(savedLatencies().list)
+        case "latency_set":
+            let r = try request.decode(LatencySetRequest.self)
+            var latencies = savedLatencies()
+            guard latencies.set(r.name, r.outputLatencyNs) else {
+                throw ProtocolError(.invalidState, "at most \(SavedLatencies.maxEntries) latencies are kept; forget one first")
+            }
+            do {
+                try StateDirectory(path: configuration.stateDirectory).saveLatencies(latencies)
+            } catch {
+                throw ProtocolError(.internal, "\(error)")
+            }
+            logger.info("output latency kept", metadata: ["player.name": "\(r.name)", "player.output_latency_ns": "\(r.outputLatencyNs.map(String.init) ?? "forgotten")"])
+            request.reply(latencies.list)
         case "suspend_player":
             let r = try request.decode(SuspendPlayerRequest.self)
             let id = try adminTarget(r.playerID)
@@ -103,6 +118,19 @@ extension Agent {
             case .refused(let error): request.reply(error: ProtocolError(self.errorCode(error), self.describe(error)))
             }
         }
+    }
+
+    /// The output latencies kept in the state directory (a file that cannot be used is one
+    /// warning line, and no latencies).
+    func savedLatencies() -> SavedLatencies {
+        let (latencies, warning) = StateDirectory(path: configuration.stateDirectory).savedLatencies()
+        if let warning { logger.warning("\(warning)") }
+        return latencies
+    }
+
+    /// The output latency kept for a player of this name (as the agent keeps names: 32 bytes).
+    func savedOutputLatency(name: String) -> Int64? {
+        savedLatencies().byName[name.truncated(toUTF8: PlayerLimits.playerNameBytes.upperBound)]
     }
 
     /// For the CLI's suspend/resume: the given player, or the only one.

@@ -421,7 +421,7 @@ public actor Agent: ClientHandler {
             let caps = r.capabilities ?? PlayerCapabilities()
             let info = PlayerSession.Info(
                 name: r.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
-                outputLatency: .nanoseconds(r.outputLatencyNs ?? 0), startLatency: .nanoseconds(r.startLatencyNs ?? 0),
+                outputLatency: .nanoseconds(r.outputLatencyNs ?? r.name.flatMap(savedOutputLatency) ?? 0), startLatency: .nanoseconds(r.startLatencyNs ?? 0),
                 syncTolerance: .nanoseconds(r.syncToleranceNs ?? 0))
             clients[request.client.id] = state
             directives = node.onPlayerHello(id: id, info: info, now: now)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LockstepClient
 import LockstepPlayerProtocol
 
@@ -72,5 +73,75 @@ struct Resume: AsyncParsableCommand {
             }
         }
         print(options.json ? "{}" : "resumed")
+    }
+}
+
+/// `lockstep latency`: the output latencies the agent keeps per player name.
+struct Latency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Output latencies kept per player name (a TV, a Bluetooth speaker), applied whenever that player connects without giving its own.",
+        subcommands: [List.self, Keep.self, Forget.self], defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Every kept output latency.")
+        @OptionGroup var options: CommonOptions
+
+        func run() async throws {
+            let r: LatencyListResult = try await options.withAgent { try await $0.request("latency_list") }
+            print(options.json ? try jsonText(r) : Latency.render(r))
+        }
+    }
+
+    struct Keep: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Keep a player's output latency: lockstep latency set \"living room\" 80ms.")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "The player's name, as it says hello (lockstep players, PLAYER).") var name: String
+        @Argument(help: "The latency: 80ms, 1.5s, 250us, or a number of milliseconds (0 to 10 s).") var latency: String
+
+        func run() async throws {
+            guard let ns = Latency.parse(latency) else {
+                printError("not a latency: '\(Terminal.escaped(latency))' (e.g. 80ms, 0.25s, 300us)")
+                throw ExitCode(2)
+            }
+            try await Latency.send(options, LatencySetRequest(name: name, outputLatencyNs: ns))
+        }
+    }
+
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget a player's kept output latency.")
+        @OptionGroup var options: CommonOptions
+        @Argument(help: "The player's name.") var name: String
+
+        func run() async throws {
+            try await Latency.send(options, LatencySetRequest(name: name, outputLatencyNs: nil))
+        }
+    }
+
+    static func send(_ options: CommonOptions, _ request: LatencySetRequest) async throws {
+        let r: LatencyListResult = try await options.withAgent { agent in
+            do {
+                return try await agent.request("latency_set", request)
+            } catch LockstepClient.Failure.rejected(let e) {
+                printError(e.message)
+                throw ExitCode(1)
+            }
+        }
+        print(options.json ? try jsonText(r) : render(r))
+    }
+
+    /// `80ms`, `1.5s`, `250us`, `80` (milliseconds): nanoseconds, or nil.
+    static func parse(_ text: String) -> Int64? {
+        let units: [(String, Double)] = [("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1), ("s", 1e9)]
+        let t = text.trimmingCharacters(in: .whitespaces)
+        let (digits, scale) = units.first { t.hasSuffix($0.0) }.map { (String(t.dropLast($0.0.count)), $0.1) } ?? (t, 1e6)
+        guard let value = Double(digits), value.isFinite, value >= 0 else { return nil }
+        let ns = (value * scale).rounded()
+        guard ns <= Double(PlayerLimits.latencyNs.upperBound) else { return nil }
+        return Int64(ns)
+    }
+
+    static func render(_ r: LatencyListResult) -> String {
+        if r.latencies.isEmpty { return "no output latencies kept" }
+        return Table(headers: ["PLAYER", "OUTPUT LATENCY"], rows: r.latencies.map { [$0.name, Human.duration(ns: $0.outputLatencyNs)] }).render()
     }
 }

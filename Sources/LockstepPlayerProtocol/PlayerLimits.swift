@@ -18,6 +18,8 @@ public enum PlayerLimits {
     public static let simJumpMs: ClosedRange<Double> = -86_400_000...86_400_000
     /// …and a skew of at most ±1,000 ppm.
     public static let simSkewPPM: ClosedRange<Double> = -1_000...1_000
+    /// A player's name as the agent keeps it (longer names are cut to 32 bytes in `hello`).
+    public static let playerNameBytes: ClosedRange<Int> = 1...32
     /// A suspension reason: 1 to 32 bytes.
     public static let reasonBytes: ClosedRange<Int> = 1...32
 }

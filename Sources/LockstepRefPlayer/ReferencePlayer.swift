@@ -3,9 +3,10 @@ import LockstepClient
 import LockstepCore
 import LockstepPlayerProtocol
 
-/// A headless player that "plays" a virtual timeline off the host clock and speaks the player
-/// protocol through ``LockstepClient``: the precise reference for Lockstep's own tests and
-/// benchmarks, and a readable example of integrating a player.
+/// A headless player that "plays" a virtual timeline off the host clock, coordinated by the
+/// Swift SDK's ``PlaybackCoordinator`` (it is the coordinator's ``PlayerDelegate``): the precise
+/// reference for Lockstep's own tests and benchmarks, and a readable example of a player built on
+/// the SDK.
 ///
 /// What it models, all configurable:
 /// - a **start latency**: it asks the agent for instructions at least this far ahead, and an
@@ -19,10 +20,7 @@ import LockstepPlayerProtocol
 /// Because the playback is simulated, its true position at any host time is exact
 /// (``VirtualPlayback``); every change is logged as a JSON line, so a benchmark can reconstruct
 /// every player's position at any instant.
-public actor ReferencePlayer {
-    /// Requests to make after an event (they may take a while, so they run outside the actor).
-    public typealias FollowUp = @Sendable (LockstepClient) async throws -> Void
-
+public actor ReferencePlayer: PlayerDelegate {
     public struct Configuration: Sendable {
         public var name = "reference"
         public var item = "lockstep://reference/10-minutes"
@@ -47,8 +45,8 @@ public actor ReferencePlayer {
     public private(set) var playback: VirtualPlayback
     private var rng: SplitMix64
     private var log: (@Sendable (String) -> Void)?
-    private var corrections = 0
-    private var correctionRestore: (at: Int64, rate: Double)?
+    /// The coordinator driving this player, while ``run(socketPath:)`` runs (for seek buffering).
+    private var coordinator: PlaybackCoordinator?
 
     public init(configuration: Configuration, clock: any HostClock = MonotonicClock(), log: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
@@ -58,78 +56,70 @@ public actor ReferencePlayer {
         self.log = log
     }
 
-    /// Connects to the agent at `socketPath`, loads the item, and follows the group until the
-    /// connection ends or the task is cancelled.
+    /// Connects to the agent at `socketPath` (reconnecting if it restarts), loads the item, and
+    /// follows the group until the task is cancelled.
     public nonisolated func run(socketPath: String) async throws {
         let c = configuration
-        try await LockstepClient.withConnection(socketPath: socketPath) { agent in
-            let hello = HelloRequest(role: .player, name: c.name, capabilities: PlayerCapabilities(rate: c.canChangeRate, exactSeek: true, startAtHostTime: true), outputLatencyNs: c.outputLatencyNs, startLatencyNs: c.startLatencyNs)
-            let _: HelloResult = try await agent.request("hello", hello)
-            let loaded: LoadResult = try await agent.request("load", LoadRequest(item: c.item, share: c.share, durationNs: c.durationNs))
-            await self.record(["kind": "loaded", "outcome": loaded.outcome.rawValue])
+        var config = PlaybackCoordinator.Configuration(
+            name: c.name, socketPath: socketPath, capabilities: PlayerCapabilities(rate: c.canChangeRate, exactSeek: true, startAtHostTime: true),
+            outputLatencyNs: c.outputLatencyNs, startLatencyNs: c.startLatencyNs)
+        config.reportIntervalNs = c.reportIntervalNs
+        let coordinator = PlaybackCoordinator(delegate: self, configuration: config, clock: clock)
+        await attach(coordinator)
+        try await coordinator.run { coordinator in
+            let outcome = try await coordinator.transition(toItem: c.item, share: c.share, durationNs: c.durationNs)
+            await self.record(["kind": "loaded", "outcome": outcome.rawValue])
             try await Task.sleep(nanoseconds: UInt64(c.loadDelayNs))
-            let _: EmptyResult = try await agent.request("ready")
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await event in agent.events {
-                        if let follow = await self.handle(event) { try await follow(agent) }
-                    }
-                }
-                group.addTask {
-                    while !Task.isCancelled {
-                        try await Task.sleep(nanoseconds: UInt64(c.reportIntervalNs))
-                        let now = self.clock.now()
-                        await self.restoreRateIfDue(now)
-                        let position = await self.playback.position(at: now)
-                        if await self.playback.nominalRate(at: now) > 0 {
-                            try await agent.notify("position", PositionReport(positionNs: position, hostTimeNs: now))
-                        }
-                        await self.record(["kind": "tick", "host_time_ns": now, "position_ns": position])
-                    }
-                }
-                try await group.next()
-                group.cancelAll()
+            try await coordinator.setReady()
+            while !Task.isCancelled {
+                try await Task.sleep(nanoseconds: UInt64(c.reportIntervalNs))
+                await self.tick()
             }
         }
     }
 
-    /// Applies one event to the virtual playback; returns follow-up requests to make, if any.
-    func handle(_ event: LockstepClient.Event) -> FollowUp? {
+    private func attach(_ coordinator: PlaybackCoordinator) { self.coordinator = coordinator }
+
+    // MARK: PlayerDelegate
+
+    public func play(_ command: PlayCommand) { follow(command, state: "playing", rate: command.rate) }
+
+    public func pause(_ command: PauseCommand) { follow(command, state: command.stopped ? "stopped" : "paused", rate: 0) }
+
+    public func buffer(_ command: BufferingCommand) {
+        let s = playback.change(at: max(command.hostTimeNs, clock.now()), position: command.itemTimeNs, rate: 0)
+        record(["kind": "segment", "cause": "wait", "segment": s])
+    }
+
+    public func seek(_ command: SeekCommand) {
+        let (at, position) = landing(command.hostTimeNs, command.itemTimeNs, rate: command.rate, now: clock.now())
+        let s = playback.change(at: at, position: position, rate: command.rate)
+        record(["kind": "segment", "cause": "seek-correction", "error_ns": command.errorNs, "segment": s])
+        seekBuffering()
+    }
+
+    public func setRate(_ rate: Double) {
         let now = clock.now()
-        switch event.name {
-        case "timeline":
-            guard let e = try? event.decode(TimelineEvent.self) else { return nil }
-            let rate = e.state == .playing ? e.rate : 0
-            correctionRestore = nil
-            let (at, position) = landing(e.hostTimeNs, e.positionNs, rate: rate, now: now)
-            let s = playback.change(at: at, position: position, rate: rate)
-            record(["kind": "segment", "cause": "timeline", "state": e.state.rawValue, "asked_host_ns": e.hostTimeNs, "asked_position_ns": e.positionNs, "segment": s, "origin": e.origin.name, "action": e.origin.action.rawValue])
-        case "wait":
-            guard let e = try? event.decode(WaitEvent.self) else { return nil }
-            correctionRestore = nil
-            let at = max(e.hostTimeNs, now)
-            let s = playback.change(at: at, position: e.positionNs, rate: 0)
-            record(["kind": "segment", "cause": "wait", "segment": s])
-        case "correction":
-            guard let e = try? event.decode(CorrectionEvent.self) else { return nil }
-            corrections += 1
-            if e.kind == .rate, let rate = e.rate, let until = e.untilHostTimeNs, configuration.canChangeRate {
-                let base = playback.nominalRate(at: now)
-                guard base > 0 else { return nil }
-                let s = playback.change(at: now, rate: rate)
-                correctionRestore = until > now ? (until, base) : nil
-                record(["kind": "segment", "cause": "rate-correction", "error_ns": e.errorNs, "segment": s])
-            } else if e.kind == .seek, let p = e.positionNs, let h = e.hostTimeNs {
-                let rate = playback.nominalRate(at: now)
-                let (at, position) = landing(h, p, rate: rate, now: now)
-                let s = playback.change(at: at, position: position, rate: rate)
-                record(["kind": "segment", "cause": "seek-correction", "error_ns": e.errorNs, "segment": s])
-                return seekBuffering()
-            }
-        default:
-            record(["kind": "event", "event": event.name])
-        }
-        return nil
+        // Nudges only bend playing media; a paused player has nothing to correct.
+        guard playback.nominalRate(at: now) > 0 else { return }
+        let s = playback.change(at: now, rate: rate)
+        record(["kind": "segment", "cause": "rate-correction", "segment": s])
+    }
+
+    public func currentPosition() -> PositionSample? {
+        let now = clock.now()
+        return PositionSample(itemTimeNs: playback.position(at: now), hostTimeNs: now)
+    }
+
+    private func follow(_ command: some TimedCommand, state: String, rate: Double) {
+        let (at, position) = landing(command.hostTimeNs, command.itemTimeNs, rate: rate, now: clock.now())
+        let s = playback.change(at: at, position: position, rate: rate)
+        record(["kind": "segment", "cause": "timeline", "state": state, "asked_host_ns": command.hostTimeNs, "asked_position_ns": command.itemTimeNs, "segment": s, "origin": command.originator.name, "action": command.originator.action.rawValue])
+    }
+
+    private func tick() {
+        let now = clock.now()
+        record(["kind": "tick", "host_time_ns": now, "position_ns": playback.position(at: now)])
     }
 
     /// Where and when an instruction "be at `position` at `host`" really lands: no earlier than
@@ -144,20 +134,14 @@ public actor ReferencePlayer {
         return (at, onTime)
     }
 
-    private func restoreRateIfDue(_ now: Int64) {
-        guard let r = correctionRestore, now >= r.at else { return }
-        correctionRestore = nil
-        let s = playback.change(at: r.at, rate: r.rate)
-        record(["kind": "segment", "cause": "correction-ended", "segment": s])
-    }
-
-    private func seekBuffering() -> FollowUp? {
+    /// After a seek, the player refills its buffer for a while (if configured so).
+    private func seekBuffering() {
         let buffering = configuration.seekBufferingNs
-        guard buffering > 0 else { return nil }
-        return { agent in
-            let _: EmptyResult = try await agent.request("buffering")
+        guard buffering > 0, let coordinator else { return }
+        Task {
+            try await coordinator.setReady(false)
             try await Task.sleep(nanoseconds: UInt64(buffering))
-            let _: EmptyResult = try await agent.request("ready")
+            try await coordinator.setReady()
         }
     }
 

@@ -161,14 +161,14 @@ public struct StateDirectory: Sendable {
 
     // MARK: Files
 
-    private func read(_ file: String) throws -> String {
+    func read(_ file: String) throws -> String {
         try String(contentsOfFile: file, encoding: .utf8)
     }
 
     /// Writes atomically and durably: a new temporary file created with `mode` from the start
     /// (never wider, whatever the umask), its data synced, renamed over `file`, and the directory
     /// synced so that the rename survives a power cut.
-    private func write(_ file: String, _ text: String, mode: mode_t) throws {
+    func write(_ file: String, _ text: String, mode: mode_t) throws {
         let tmp = file + ".tmp.\(getpid())"
         func failure(_ e: Int32 = errno) -> Failure { Failure(description: "cannot write \(file): \(String(cString: strerror(e)))") }
         unlink(tmp)

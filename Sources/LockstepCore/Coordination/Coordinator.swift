@@ -23,6 +23,11 @@ public struct Coordinator: Sendable {
         public var waitingReasons: Set<SuspensionReason> = []
         /// A group waiting for readiness starts anyway after this long; laggards catch up later.
         public var waitTimeout: TimeSpan = .seconds(8)
+        /// What a player is told beyond its start latency when it joins a timeline whose anchor is
+        /// already past or too close (a late join, the end of a suspension, `ready` into a playing
+        /// group): the time for the event to reach the player and be read, so that it still
+        /// arrives at least `start_latency_ns` ahead (measured: 0.7–1.9 ms to a Python player).
+        public var playerNotice: TimeSpan = .milliseconds(5)
 
         public init() {}
     }
@@ -339,11 +344,13 @@ public struct Coordinator: Sendable {
             changed = true
         }
 
-        let active = !p.suspendedByPlayer && record != nil
+        // Any suspension takes the player out, the agent's own stall recovery included: it gets no
+        // timelines until it is back (player protocol §4).
+        let active = !p.isSuspended && record != nil
         if active != p.inGroupPlayback {
             p.inGroupPlayback = active
             let reason: GroupPlaybackReason =
-                active ? .following(item) : p.suspendedByPlayer ? .suspended(p.suspensions.map(\.reason)) : .noTimelineYet
+                active ? .following(item) : p.isSuspended ? .suspended(p.suspensions.map(\.reason)) : .noTimelineYet
             out.append(.tell(id, .groupPlayback(active: active, reason: reason)))
         }
         guard active, let record else { return out }
@@ -363,8 +370,9 @@ public struct Coordinator: Sendable {
             p.toldTimeline = record.stamp
             p.toldWaitingFor = nil
             p.sync.reset()
-            // Act no earlier than the player can: a timeline learnt late is joined where it is.
-            let at = max(timeline.anchorTime, now + p.info.startLatency)
+            // Act no earlier than the player can: a timeline learnt late is joined where it is,
+            // with its start latency and the event's delivery still ahead.
+            let at = max(timeline.anchorTime, now + p.info.startLatency + configuration.playerNotice)
             let position = timeline.phase == .playing ? timeline.position(at: at + p.info.outputLatency) : timeline.position
             out.append(.tell(id, .timeline(item: item, phase: timeline.phase, position: position, rate: timeline.rate, at: at, record: record)))
         }

@@ -111,6 +111,43 @@ struct CoordinatorTests {
         #expect(k.onGroupChanged(view: playing, now: Self.t0).contains(.tell(1, .suspension(began: false, id: 1, reason: .stallRecovery, imposed: true))))
     }
 
+    static func toldTimelines(_ d: [Coordinator.Directive]) -> [LocalTime] {
+        d.compactMap { if case .tell(_, .timeline(_, _, _, _, let at, _)) = $0 { at } else { nil } }
+    }
+
+    @Test("during the agent's stall recovery a player is out of group playback and told no timeline; back, it joins a start latency and the delivery notice ahead")
+    func stallRecoveryLeavesGroupPlayback() {
+        var k = Self.coordinator()
+        let playing = Self.view([Self.record(.playing)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: playing, now: Self.t0)
+        _ = k.onPlayerReadiness(id: 1, .ready)
+        #expect(Self.toldTimelines(k.onGroupChanged(view: playing, now: Self.t0)).count == 1)
+        _ = k.onPlayerReadiness(id: 1, .buffering)
+        let stalled = k.onGroupChanged(view: playing, now: Self.t0 + .milliseconds(100))
+        #expect(stalled.contains(.tell(1, .groupPlayback(active: false, reason: .suspended([.stallRecovery])))))
+        #expect(Self.toldTimelines(stalled).isEmpty)
+        // The group seeks meanwhile: nothing for the stalled player.
+        var sought = Self.record(.playing, at: 10_200_000_000)
+        sought.stamp = Stamp(time: 6, origin: Self.me, incarnation: 1, seq: 6)
+        let moved = Self.view([sought], current: Self.film)
+        #expect(Self.toldTimelines(k.onGroupChanged(view: moved, now: Self.t0 + .milliseconds(150))).isEmpty)
+        _ = k.onPlayerReadiness(id: 1, .ready)
+        let now = Self.t0 + .milliseconds(300)
+        let back = k.onGroupChanged(view: moved, now: now)
+        #expect(back.contains(.tell(1, .groupPlayback(active: true, reason: .following(Self.film)))))
+        let at = Self.toldTimelines(back)
+        #expect(at.count == 1 && at.allSatisfy { $0 >= now + .milliseconds(20) + Coordinator.Configuration().playerNotice })
+    }
+
+    @Test("a timeline whose anchor is past is told at least the start latency plus the delivery notice ahead")
+    func lateTimelineNotice() {
+        var k = Self.coordinator()
+        let playing = Self.view([Self.record(.playing, at: 9_000_000_000)], current: Self.film)
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: playing, now: Self.t0)
+        _ = k.onPlayerReadiness(id: 1, .ready)
+        #expect(Self.toldTimelines(k.onGroupChanged(view: playing, now: Self.t0)) == [Self.t0 + .milliseconds(20) + Coordinator.Configuration().playerNotice])
+    }
+
     @Test("a suspension for a reason that makes the group wait holds a playing group")
     func waitingReasonHolds() {
         var k = Self.coordinator { $0.waitingReasons = [.interstitial] }

@@ -10,7 +10,7 @@ from typing import Any, Callable, Coroutine, List, Optional, TypeVar
 import pytest
 
 from lockstep import (
-    Capabilities, LockstepError, PauseCommand, PlaybackCoordinator, PlayCommand, PlayerDelegate, PositionSample,
+    AgentConnection, Capabilities, LockstepError, PauseCommand, PlaybackCoordinator, PlayCommand, PlayerDelegate, PositionSample,
     SeekCommand, TimedCommand, host_time_ns,
 )
 
@@ -239,6 +239,33 @@ def test_the_coordinator_reconnects_after_the_agent_restarts_and_restores_its_it
         await c.coordinate_rate_change(1.0)
         await player.next(lambda x: isinstance(x, PlayCommand))
         await c.stop()
+    run(body())
+
+
+def test_a_saved_output_latency_survives_an_agent_restart_and_applies_to_that_name(agent: Any) -> None:
+    async def output_latency_of(name: str) -> Optional[int]:
+        connection = await AgentConnection.connect(agent.socket)
+        players = (await connection.request("players"))["players"]
+        await connection.close()
+        return next((p["output_latency_ns"] for p in players if p["participant"]["name"] == name), None)
+
+    async def body() -> None:
+        c = await ready_player(agent.socket, "py-tv", VirtualPlayer())
+        assert await c.save_output_latency(80 * MS) == {"py-tv": 80 * MS}
+        await c.stop()
+        await asyncio.get_running_loop().run_in_executor(None, agent.stop)
+        await asyncio.get_running_loop().run_in_executor(None, agent.start)
+        tv = await ready_player(agent.socket, "py-tv", VirtualPlayer())
+        other = await ready_player(agent.socket, "py-other", VirtualPlayer())
+        explicit = await ready_player(agent.socket, "py-tv", VirtualPlayer(), output_latency_ns=5 * MS)
+        assert await output_latency_of("py-other") == 0
+        connection = await AgentConnection.connect(agent.socket)
+        latencies = [p["output_latency_ns"] for p in (await connection.request("players"))["players"] if p["participant"]["name"] == "py-tv"]
+        await connection.close()
+        assert sorted(latencies) == [5 * MS, 80 * MS]  # the kept one, and the one given explicitly
+        assert await tv.save_output_latency(None) == {}
+        for c in (tv, other, explicit):
+            await c.stop()
     run(body())
 
 

@@ -237,6 +237,16 @@ class PlaybackCoordinator:
         self._suspensions[suspension.suspension_id] = suspension
         return suspension
 
+    async def save_output_latency(self, output_latency_ns: Optional[int]) -> Dict[str, int]:
+        """Has the agent keep ``output_latency_ns`` (0 to 10 s) for this player's name, or forget
+        it (None): from the next connection on, a hello without an output latency gets it (this
+        coordinator's own ``output_latency_ns``, if given, wins). Returns every kept latency by name."""
+        fields: Dict[str, Any] = {"name": self.name}
+        if output_latency_ns is not None:
+            fields["output_latency_ns"] = int(output_latency_ns)
+        result = await self._request("latency_set", **fields)
+        return {str(e["name"]): int(e["output_latency_ns"]) for e in result.get("latencies", []) if isinstance(e, dict)}
+
     # MARK: Inside
 
     async def _request(self, type: str, **fields: Any) -> Dict[str, Any]:
