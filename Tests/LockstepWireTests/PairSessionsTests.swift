@@ -70,13 +70,19 @@ struct PairSessionsTests {
         #expect(first.lo.keys(for: first.hiID).seal != second.lo.keys(for: second.hiID).seal)
     }
 
-    @Test("a peer's new incarnation ends the session and the offerer offers again")
-    func restartEndsSession() {
+    @Test("a peer's new incarnation makes the offerer offer again; the session in place stays until replaced (a forged incarnation cuts nothing)")
+    func restartRenews() {
         var p = Pair()
         p.handshake()
+        let before = p.lo.keys(for: p.hiID)
         let out = p.lo.onHeard(p.hiID, incarnation: 2, underSession: false, pairKey: p.pairKey, now: p.now)
-        #expect(out.contains(.install(p.hiID, accept: [], seal: nil)))
+        #expect(out.count == 1)
         #expect(out.contains { if case .send(.sessionOffer, _) = $0 { true } else { false } })
+        #expect(p.lo.keys(for: p.hiID).seal == before.seal)
+        // The answerer, told of a new incarnation of the offerer, keeps its session too.
+        let hiBefore = p.hi.keys(for: p.loID)
+        #expect(p.hi.onHeard(p.loID, incarnation: 7, underSession: false, pairKey: p.pairKey, now: p.now).isEmpty)
+        #expect(p.hi.keys(for: p.loID).accept == hiBefore.accept)
     }
 
     @Test("after a tick, no deadline is left in the past: an offer to a peer out of reach waits, renewals are the offerer's alone")

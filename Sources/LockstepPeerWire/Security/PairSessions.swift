@@ -14,8 +14,8 @@ import LockstepCore
 /// The device with the lower peer id offers (`session_offer`, its ephemeral key), the other
 /// answers (`session_answer`, its own and the offer's); both sealed pairwise. The offerer seals
 /// under the new key at once; the answerer once a datagram under it has arrived (its offer may
-/// not have been answered). A session belongs to the peer's incarnation: a restart of either
-/// side starts a new one.
+/// not have been answered). A restart of either side starts a new one: the restarted side holds
+/// none, and the offerer offers when it first hears the other's new incarnation.
 ///
 /// A pure instance: inputs are `on…` calls with the current time, outputs ``Directive``s.
 /// (Ephemeral keys are drawn inside, from the system's generator.)
@@ -91,9 +91,12 @@ public struct PairSessions: Sendable {
         var out: [Directive] = []
         var p = peers[peer] ?? Peer(incarnation: incarnation)
         if p.incarnation != incarnation {
-            // It restarted: its session (and any offer) belonged to the old start.
-            if p.session != nil { out.append(.install(peer, accept: [], seal: nil)) }
-            p = Peer(incarnation: incarnation)
+            // It restarted (or a member forged its id on a group-key datagram): the offerer offers
+            // again at once. The session in place stays until a new one replaces it, so a forged
+            // incarnation cannot cut two members apart.
+            p.incarnation = incarnation
+            p.offer = nil
+            p.due = nil
         }
         if underSession, var s = p.session, !s.sealing {
             // The offerer seals under the session: it got our answer; we may seal under it too.
@@ -102,7 +105,7 @@ public struct PairSessions: Sendable {
             out.append(.install(peer, accept: [s.key] + (s.previous.map { [$0] } ?? []), seal: s.key))
         }
         peers[peer] = p
-        if offers(to: peer), p.session == nil, p.offer == nil { out += offer(to: peer, now: now) }
+        if offers(to: peer), p.offer == nil, p.session == nil || p.due == nil { out += offer(to: peer, now: now) }
         return out
     }
 
@@ -117,7 +120,7 @@ public struct PairSessions: Sendable {
     public mutating func onOffer(_ ephemeral: [UInt8], from peer: PeerID, incarnation: UInt64, pairwise: Bool, pairKey: GroupKey?, now: LocalTime) -> [Directive] {
         guard pairwise, let pairKey, !offers(to: peer), let theirs = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: ephemeral) else { return [] }
         var p = peers[peer] ?? Peer(incarnation: incarnation)
-        if p.incarnation != incarnation { p = Peer(incarnation: incarnation) }
+        p.incarnation = incarnation
         let e = Curve25519.KeyAgreement.PrivateKey()
         guard let key = Self.sessionKey(mine: e, theirs: theirs, myID: me, theirID: peer, pairKey: pairKey) else { return [] }
         // The answerer seals under the new key only once the offerer uses it.
