@@ -32,11 +32,7 @@ struct LatencyCommandTests {
         }
     }
 
-    /// Runs `lockstep` on a thread of its own: waiting for it on one of the cooperative pool's
-    /// threads (two on a 2-core machine) could starve the in-process agent it talks to.
     static func lockstep(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await withCheckedThrowingContinuation { c in
-            Thread { c.resume(with: Result { try runTool("lockstep", arguments) }) }.start()
-        }
+        try await runToolOffPool("lockstep", arguments)
     }
 }

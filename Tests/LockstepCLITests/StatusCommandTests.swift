@@ -36,7 +36,7 @@ struct StatusCommandTests {
     func jsonAndTableFromARunningAgent() async throws {
         try await withTemporaryDirectory { dir in
             let (json, table) = try await withRunningAgent(in: dir, configure: { $0.name = "attic" }) { socket, _ in
-                (try runTool("lockstep", ["status", "--json", "--socket", socket]), try runTool("lockstep", ["status", "--socket", socket]))
+                (try await runToolOffPool("lockstep", ["status", "--json", "--socket", socket]), try await runToolOffPool("lockstep", ["status", "--socket", socket]))
             }
             #expect(json.status == 0)
             let status = try JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8))
