@@ -40,6 +40,10 @@ public struct StateDirectory: Sendable {
             guard chmod(dir, 0o700) == 0 else {
                 throw Failure(description: "cannot make \(dir) private (mode 0700): \(String(cString: strerror(errno)))")
             }
+            var st = stat()
+            guard stat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else {
+                throw Failure(description: "\(dir) is not a directory of this user (uid \(getuid())); give this agent its own --state-dir, or fix its owner")
+            }
         }
     }
 
@@ -123,7 +127,7 @@ public struct StateDirectory: Sendable {
     public func activeGroup(selecting name: String?) throws -> GroupIdentity {
         let chosen = name ?? (try? read(path + "/group"))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "default"
         guard StateDirectory.isValidGroupName(chosen) else {
-            throw Failure(description: "group name '\(chosen)' must be 1-32 letters, digits, '-' or '_'")
+            throw Failure(description: "group name '\(chosen.prefix(32))' (from --group or \(path)/group) must be 1-32 letters, digits, '-' or '_'; fix or remove \(path)/group")
         }
         if let g = try loadGroup(chosen) {
             try setActiveGroup(chosen)
@@ -141,7 +145,7 @@ public struct StateDirectory: Sendable {
         do {
             return try JSONDecoder().decode(GroupIdentity.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
         } catch {
-            throw Failure(description: "\(file) is not a valid group file: \(error)")
+            throw Failure(description: "\(file) is not a valid group file (\(Self.oneLine(error))); remove it and join the group again (lockstep group join CODE), or start with --group NAME of another group")
         }
     }
 
@@ -161,6 +165,23 @@ public struct StateDirectory: Sendable {
 
     // MARK: Files
 
+    /// Writes `bytes` to the file `name` (relative to the state directory, e.g. `identity` or
+    /// `groups/home.json`) atomically and durably, created with `mode` from the start (never
+    /// wider, whatever the umask): a new temporary file opened `O_CREAT|O_EXCL|O_NOFOLLOW`, its
+    /// data synced, renamed over the file, the directory synced. The directory must exist
+    /// (``prepare()``).
+    public func write(_ bytes: [UInt8], to name: String, mode: mode_t = 0o600) throws {
+        guard !name.isEmpty, !name.hasPrefix("/"), !name.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
+            throw Failure(description: "'\(name)' is not a file name inside the state directory")
+        }
+        try write(path + "/" + name, bytes, mode: mode)
+    }
+
+    /// One line of an error's description.
+    static func oneLine(_ error: any Error) -> String {
+        String("\(error)".split(whereSeparator: \.isNewline).first ?? "").prefix(200).description
+    }
+
     func read(_ file: String) throws -> String {
         try String(contentsOfFile: file, encoding: .utf8)
     }
@@ -169,13 +190,16 @@ public struct StateDirectory: Sendable {
     /// (never wider, whatever the umask), its data synced, renamed over `file`, and the directory
     /// synced so that the rename survives a power cut.
     func write(_ file: String, _ text: String, mode: mode_t) throws {
+        try write(file, Array(text.utf8), mode: mode)
+    }
+
+    func write(_ file: String, _ bytes: [UInt8], mode: mode_t) throws {
         let tmp = file + ".tmp.\(getpid())"
         func failure(_ e: Int32 = errno) -> Failure { Failure(description: "cannot write \(file): \(String(cString: strerror(e)))") }
         unlink(tmp)
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure() }
         // fchmod: the umask narrowed `mode` at creation, never widened it; make it exactly `mode`.
-        let bytes = Array(text.utf8)
         let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
         guard written == bytes.count, fchmod(fd, mode) == 0, fsync(fd) == 0 else {
             let e = errno
