@@ -53,7 +53,13 @@ public struct CommonOptions: ParsableArguments {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("lockstep: \(message)\n".utf8))
+    FileHandle.standardError.write(Data(errorLine(message).utf8))
+}
+
+/// The line `printError` writes: agent errors may quote names other devices chose, so they are
+/// escaped for the terminal like everything else from outside.
+func errorLine(_ message: String) -> String {
+    "lockstep: " + Terminal.escaped(message) + "\n"
 }
 
 /// Pretty, sorted JSON for `--json` output.

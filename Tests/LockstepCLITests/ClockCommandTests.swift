@@ -47,6 +47,12 @@ struct TerminalTests {
         #expect(Terminal.escaped("café ✓") == "café ✓")
     }
 
+    @Test("an error from the agent that quotes an outside name is one escaped line")
+    func errorsEscaped() {
+        #expect(errorLine("no peer named \u{1B}]52;c;ZXZpbA==\u{07}") == "lockstep: no peer named \\u{1B}]52;c;ZXZpbA==\\u{7}\n")
+        #expect(errorLine("a\nb").filter { $0 == "\n" }.count == 1)
+    }
+
     @Test("a table escapes a peer name that carries an escape sequence")
     func tableCells() {
         let rendered = Table(headers: ["NAME"], rows: [["\u{1B}[2Jevil"]]).render()
