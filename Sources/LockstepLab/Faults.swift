@@ -292,7 +292,6 @@ public enum Faults {
         ("member", { try await maliciousMember() }),
         ("remove", { try await removeDevice() }),
         ("clone", { try await clonedDevice() }),
-        ("replay", { try await replayAfterRestart() }),
     ]
 }
 

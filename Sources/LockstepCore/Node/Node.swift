@@ -115,7 +115,7 @@ public struct Node: Sendable {
         case .participant(let record):
             let membership = membership
             out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
-        case .epochKey, .keyAck, .memberKey, .sessionOffer, .sessionAnswer:
+        case .epochKey, .keyAck, .memberKey:
             // The group key's protocol lives with the keys, in the shell's wire module.
             break
         }
