@@ -183,6 +183,20 @@ struct GroupMembersTests {
         net.agents[net.id("b")] = b
     }
 
+    @Test("a key whose list of removals is full is taken as covering them: no new epoch in answer, so two agents past 64 removals do not rekey for each other without end")
+    func fullRemovalListEndsRekeying() {
+        var net = Net(["a", "b"])
+        var b = net["b"]
+        let many = (1...70).map { PeerID(high: 0xdead, low: UInt64($0)) }
+        // b learns the last 6 removals first, then a key listing the other 64 (a full list).
+        _ = b.onEpochKey(epoch: 2, key: net.nextKey(), removed: Array(many.suffix(6)), from: net.id("a"), pairwise: true, now: net.now)
+        let out = b.onEpochKey(epoch: 3, key: net.nextKey(), removed: Array(many.prefix(PeerMessage.maxRemovedPerKey)), from: net.id("a"), pairwise: true, now: net.now)
+        #expect(b.roster.removed.count == 70)
+        #expect(b.group.epoch == 3)
+        #expect(!out.contains { if case .notice(.newEpoch(_, by: let by)) = $0 { by == net.id("b") } else { false } })
+        net.agents[net.id("b")] = b
+    }
+
     @Test("an epoch_key that lists this device as removed does not remove it")
     func cannotBeToldItIsRemoved() {
         var net = Net(["a", "b"])

@@ -272,7 +272,9 @@ public struct GroupMembers: Sendable {
         group.roster = roster
         if wins {
             group.rotate(to: offered)
-            covered = Set(removed)
+            // A full list may have left removals out: then the key is taken as covering ours too,
+            // or two agents past 64 removals would make new epochs for each other without end.
+            covered = removed.count >= PeerMessage.maxRemovedPerKey ? group.roster.removed : Set(removed)
             previousExpiry = now + configuration.previousKeyLife
             switchAt = nil
             delivery = nil
