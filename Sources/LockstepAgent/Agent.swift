@@ -277,6 +277,15 @@ public actor Agent: ClientHandler {
                 reply?(outcome)
             case .dropped(let reason, let peer):
                 transport?.drop(reason.rawValue, "refused a message from a member", from: node.membership.endpoint(of: peer))
+            case .ownClockStepped(let step):
+                // The group must see one continuous clock from this device, whatever it did.
+                clockSource.change(jumpNs: -step.ns, skewPPM: nil, atHost: hostClock.now())
+                transport?.count("own_clock_steps")
+                logger.warning("this device's clock jumped (every peer's seemed to move at once); stepped it back so that the group's clock stays continuous", metadata: [
+                    "clock.step_ms": "\(String(format: "%.3f", step.milliseconds))",
+                ])
+                let after = self.now()
+                execute(node.onLocalClockCorrected(now: after), now: after, reply: reply)
             }
         }
     }
@@ -375,10 +384,10 @@ public actor Agent: ClientHandler {
             guard configuration.testHooks else { throw ProtocolError(.invalidState, "sim_clock is a test hook: start lockstepd with --test-hooks") }
             let r = try request.decode(SimClockRequest.self)
             let jump = TimeSpan(nanoseconds: (r.jumpMs ?? 0) * 1e6)
+            // Behind the agent's back, as a clock set by someone else would: the agent notices
+            // the jump from its peers (``OwnClockStepDetector``).
             clockSource.change(jumpNs: jump.ns, skewPPM: r.skewPPM, atHost: hostClock.now())
             logger.warning("simulated device clock changed (test hook)", metadata: ["clock.jump_ms": "\(r.jumpMs ?? 0)", "clock.skew_ppm": "\(deviceClock.skewPPM)"])
-            let after = self.now()
-            if jump != .zero { execute(node.onLocalClockStep(now: after), now: after) }
             request.reply(EmptyResult())
         case "subscribe":
             let r = try request.decode(SubscribeRequest.self)

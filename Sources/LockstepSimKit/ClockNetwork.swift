@@ -35,6 +35,8 @@ public struct ClockNetwork {
     /// `legs[a][b]` is the leg a → b.
     public var legs: [[LegModel]]
     public private(set) var hosts: [Host]
+    /// The steps of its own clock each host noticed and stepped back (ns, as the directive said).
+    public private(set) var ownSteps: [[Int64]]
     var rng: SplitMix64
     /// How long a host takes between stamping a request's arrival and its reply's departure.
     public var turnaroundNs: ClosedRange<Double> = 10_000...40_000
@@ -56,6 +58,7 @@ public struct ClockNetwork {
         for a in 0..<n { for b in 0..<n where a > b { legs[a][b] = link.backward } }
         self.legs = legs
         self.rng = SplitMix64(seed: seed)
+        self.ownSteps = Array(repeating: [], count: n)
         let pairs = measuring ?? (0..<n).flatMap { a in (0..<n).filter { $0 != a }.map { (a, $0) } }
         hosts = (0..<n).map { i in
             Host(
@@ -115,7 +118,8 @@ public struct ClockNetwork {
         }
     }
 
-    /// Host b's clock jumps by `byNs` now, and nobody is told.
+    /// Host b's clock jumps by `byNs` now, and nobody is told (b may notice, from its peers, and
+    /// step back: ``ownSteps``).
     public mutating func stepClock(_ b: Int, byNs: Int64) {
         clocks[b].offsetNs += byNs
     }
@@ -192,6 +196,12 @@ public struct ClockNetwork {
             case .sendFollowUp, .refusedReply:
                 // No kernel transmit times here; no forged replies.
                 continue
+            case .ownClockStepped(let by):
+                // As the agent does: the device clock steps back, and the clocks are told.
+                clocks[i].offsetNs -= by.ns
+                ownSteps[i].append(by.ns)
+                hosts[i].clocks.onLocalClockCorrected(now: local(i, at: now))
+                scheduleTick(i, at: now)
             }
         }
     }

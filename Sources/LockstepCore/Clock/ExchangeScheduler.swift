@@ -170,7 +170,7 @@ public struct ExchangeScheduler: Sendable {
     /// Drops the requests that timed out by `now` and returns their ids (they are lost).
     public mutating func expire(at now: LocalTime) -> [UInt64] {
         var lost: [UInt64] = []
-        while let first = outstanding.first, now - first.sentAt >= configuration.exchangeTimeout {
+        while let first = outstanding.first, now - first.sentAt >= configuration.exchangeTimeout || first.sentAt > now {
             lost.append(first.id)
             outstanding.removeFirst()
             record(lost: true)
@@ -196,7 +196,9 @@ public struct ExchangeScheduler: Sendable {
 
     /// When the next request should go out.
     public func nextSendTime(at now: LocalTime, estimate: ClockEstimate?) -> LocalTime {
-        guard let lastSent else { return now }
+        // A last send in the future: our clock went back behind our back. Measure now, so that
+        // the step shows (``OwnClockStepDetector``) rather than silence until time catches up.
+        guard let lastSent, lastSent <= now else { return now }
         let regular = lastSent + interval(at: now, estimate: estimate)
         return min(regular, probeAt ?? regular)
     }

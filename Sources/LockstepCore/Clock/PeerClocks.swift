@@ -24,6 +24,7 @@ public struct PeerClocks: Sendable {
         public var mesh = MeshClock.Configuration()
         /// How often direct clock estimates are gossiped to the peers, for closure checks.
         public var reportInterval: TimeSpan = .seconds(1)
+        public var ownStep = OwnClockStepDetector.Configuration()
 
         public init() {}
     }
@@ -90,6 +91,10 @@ public struct PeerClocks: Sendable {
         /// A reply was refused: it echoed a `t1` this node did not send for its exchange
         /// (replayed, redirected or forged). Counted by the shell.
         case refusedReply(from: PeerID)
+        /// This node's own clock jumped by `by` (most peers seemed to jump by `−by` at once, see
+        /// ``OwnClockStepDetector``): the shell steps its device clock back by `by` and then calls
+        /// ``onLocalClockCorrected(now:)``.
+        case ownClockStepped(by: TimeSpan)
     }
 
     public let me: PeerID
@@ -97,11 +102,15 @@ public struct PeerClocks: Sendable {
     public private(set) var links: [PeerID: Link] = [:]
     public private(set) var mesh: MeshClock
     private var nextReport: LocalTime?
+    private var ownStep: OwnClockStepDetector
+    /// Directives found while handling a sample, given out by the next call that returns some.
+    private var pending: [Directive] = []
 
     public init(me: PeerID, configuration: Configuration = .init()) {
         self.me = me
         self.configuration = configuration
         self.mesh = MeshClock(localID: me, configuration: configuration.mesh)
+        self.ownStep = OwnClockStepDetector(configuration: configuration.ownStep)
     }
 
     // MARK: - Peers
@@ -130,6 +139,22 @@ public struct PeerClocks: Sendable {
             links[peer] = Link(now: now, configuration: configuration)
             mesh.removePeer(peer)
         }
+        ownStep.reset()
+        pending.removeAll()
+        nextReport = now
+    }
+
+    /// The shell stepped the local clock back after an ``Directive/ownClockStepped(by:)``: the
+    /// estimates hold again (they were made before the step), but exchanges in flight and the
+    /// schedule were on the stepped scale, so exchanges start over with a burst.
+    public mutating func onLocalClockCorrected(now: LocalTime) {
+        for peer in links.keys {
+            links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now)
+            links[peer]?.stamps = TransmitStamps(configuration: configuration.transmitStamps)
+            links[peer]?.sentTo = nil
+        }
+        ownStep.reset()
+        pending.removeAll()
         nextReport = now
     }
 
@@ -182,13 +207,19 @@ public struct PeerClocks: Sendable {
         let ready = link.stamps.onReply(exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), now: now)
         links[peer] = link
         if let ready { ingest(ready, from: peer) }
-        return []
+        return takePending()
     }
 
     /// A follow-up from `peer`: its reply to `exchange` really left at `t3`.
-    public mutating func onFollowUp(from peer: PeerID, exchange: UInt32, echo: Int64, t3: PeerTime) {
-        guard let ready = links[peer]?.stamps.onFollowUp(exchange: exchange, t1: echo, t3: t3) else { return }
+    public mutating func onFollowUp(from peer: PeerID, exchange: UInt32, echo: Int64, t3: PeerTime) -> [Directive] {
+        guard let ready = links[peer]?.stamps.onFollowUp(exchange: exchange, t1: echo, t3: t3) else { return [] }
         ingest(ready, from: peer)
+        return takePending()
+    }
+
+    private mutating func takePending() -> [Directive] {
+        defer { pending.removeAll() }
+        return pending
     }
 
     /// `reporter` gossips its direct estimates. Reports about this node, about earlier lives of
@@ -219,9 +250,17 @@ public struct PeerClocks: Sendable {
         case .accepted:
             link.lastKernelStamped = ready.kernelT1 && ready.kernelT3
             if link.lastKernelStamped { link.kernelStamped += 1 }
-        case .rejectedOutlier:
+            ownStep.onConsistent(from: peer)
+        case .rejectedOutlier(let residual):
             link.outliers += 1
             link.rejected += 1
+            let measured = links.values.count { $0.estimator.estimate(at: sample.t4) != nil }
+            // Had our clock jumped by Δ, the estimate was read Δ too far along its slope s too:
+            // the residual is −Δ(1 + s). Through peers of different skews only −Δ agrees.
+            let slope = (link.estimator.estimate(at: sample.t4)?.skewPPM ?? 0) * 1e-6
+            if let step = ownStep.onOutlier(from: peer, residualNs: residual / (1 + slope), at: sample.t4, measured: measured) {
+                pending.append(.ownClockStepped(by: step))
+            }
         case .rejectedDelay, .rejectedInvalid:
             link.rejected += 1
         }
@@ -257,7 +296,8 @@ public struct PeerClocks: Sendable {
             mesh.expire(at: now)
             out += reports(routes: routes)
         }
-        return out
+        // Late follow-ups may have shown a step of our own clock.
+        return takePending() + out
     }
 
     /// This node's direct estimates, to every reachable peer, in datagram-sized pieces.

@@ -88,7 +88,7 @@ public struct Node: Sendable {
         case .clockReply(let exchange, let echo, let t2, let t3):
             out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
         case .clockFollowUp(let exchange, let echo, let t3):
-            clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3)
+            out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
         case .clockReport(let report):
             clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
         case .hello(let name, let wantsReply):
@@ -179,6 +179,16 @@ public struct Node: Sendable {
     public mutating func onLocalClockStep(now: LocalTime) -> [NodeDirective] {
         membership.onLocalClockStep(now: now)
         clocks.onLocalClockStep(now: now)
+        group.onLocalClockStep(now: now)
+        return onTick(now: now)
+    }
+
+    /// The shell stepped the local clock back after a ``NodeDirective/ownClockStepped(by:)``: the
+    /// clock estimates hold again (exchanges restart with a burst), and times kept during the
+    /// step (peers heard, retransmissions due) are rewritten as now.
+    public mutating func onLocalClockCorrected(now: LocalTime) -> [NodeDirective] {
+        membership.onLocalClockStep(now: now)
+        clocks.onLocalClockCorrected(now: now)
         group.onLocalClockStep(now: now)
         return onTick(now: now)
     }
@@ -326,6 +336,7 @@ public struct Node: Sendable {
             case .sendFollowUp(let exchange, let echo, let t3, let to): return .send(.clockFollowUp(exchange: exchange, echo: echo, t3: PeerTime(ours: t3)), to: to)
             case .sendReport(let report, let peer): return membership.endpoint(of: peer).map { .send(.clockReport(report), to: $0) }
             case .refusedReply(let peer): return .dropped(.wrongEcho, from: peer)
+            case .ownClockStepped(let by): return .ownClockStepped(by: by)
             }
         }
     }

@@ -20,6 +20,10 @@ public enum NodeDirective: Sendable, Equatable {
     case reply(RequestOutcome)
     /// An authenticated message was refused by the protocol logic (counted by the shell).
     case dropped(DropReason, from: PeerID)
+    /// This device's clock jumped by `by` behind the agent's back (most peers' clocks seemed to
+    /// jump by `−by` at once): the shell steps its device clock back by `by`, so that the clock
+    /// the group sees stays continuous, then calls ``Node/onLocalClockCorrected(now:)``.
+    case ownClockStepped(by: TimeSpan)
 }
 
 /// Why the protocol logic refused an authenticated message (the shell counts each as `dropped_<reason>`).
