@@ -367,6 +367,10 @@ public actor Agent: ClientHandler {
     }
 
     private func dispatch(_ type: String, _ request: Request, now: LocalTime) throws {
+        // Members of the socket's group may play; only the agent's own user manages it (M8).
+        if type.hasPrefix("group_") || type == "sim_clock", !request.client.mayManage {
+            throw ProtocolError(.invalidState, "\(type) is only for the agent's own user (uid \(getuid()))")
+        }
         switch type {
         case "hello":
             try hello(request, now: now)

@@ -50,7 +50,8 @@ public struct AgentService: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        let lock = try SocketLock.acquire(socketPath: configuration.socketPath)
+        // A socket shared with a group needs a directory its members can traverse (not list).
+        let lock = try SocketLock.acquire(socketPath: configuration.socketPath, directoryMode: configuration.socketMode & 0o066 == 0 ? 0o700 : 0o711)
         defer { lock.release() }
         let identity = try Self.loadIdentity(configuration)
         let group = MultiThreadedEventLoopGroup.singleton

@@ -12,9 +12,11 @@ import Synchronization
 /// The Unix socket players and the CLI talk to: accepts connections, frames lines, hands each
 /// line to a ``ClientHandler`` and writes what it answers, in order.
 ///
-/// Bounded everywhere: at most `maxClients` connections, lines of at most
-/// ``PlayerProtocol/maxLineBytes``, and at most `maxQueuedLines` replies and events waiting for
-/// a client that does not read; past that the client is disconnected, never the agent slowed.
+/// Bounded everywhere: at most `maxClients` connections (`maxClientsPerOtherUser` for each user
+/// other than the agent's), lines of at most ``PlayerProtocol/maxLineBytes``, at most
+/// `maxQueuedLines` replies and events (and `maxQueuedBytes`) waiting for a client that does not
+/// read; past that the client is disconnected, never the agent slowed. A client that sends
+/// nothing within `firstLineTimeoutSeconds` is closed.
 public final class PlayerServer: Sendable {
     public struct Configuration: Sendable {
         public var socketPath: String
@@ -23,14 +25,27 @@ public final class PlayerServer: Sendable {
         /// Group owning the socket, for `socketMode` 0660.
         public var socketGroup: gid_t?
         public var maxClients: Int
+        /// Connections of one user other than the agent's own, at most (so another user of the
+        /// socket's group cannot take every slot).
+        public var maxClientsPerOtherUser: Int
         public var maxQueuedLines: Int
+        /// Bytes waiting for one client, at most (a subscriber that never reads).
+        public var maxQueuedBytes: Int
+        /// A client that has not sent a whole line this long after connecting is closed.
+        public var firstLineTimeoutSeconds: Int64
 
-        public init(socketPath: String, socketMode: mode_t = 0o600, socketGroup: gid_t? = nil, maxClients: Int = 64, maxQueuedLines: Int = 1024) {
+        public init(
+            socketPath: String, socketMode: mode_t = 0o600, socketGroup: gid_t? = nil, maxClients: Int = 64, maxClientsPerOtherUser: Int = 16,
+            maxQueuedLines: Int = 1024, maxQueuedBytes: Int = 4 << 20, firstLineTimeoutSeconds: Int64 = 10
+        ) {
             self.socketPath = socketPath
             self.socketMode = socketMode
             self.socketGroup = socketGroup
             self.maxClients = maxClients
+            self.maxClientsPerOtherUser = maxClientsPerOtherUser
             self.maxQueuedLines = maxQueuedLines
+            self.maxQueuedBytes = maxQueuedBytes
+            self.firstLineTimeoutSeconds = firstLineTimeoutSeconds
         }
     }
 
@@ -40,6 +55,8 @@ public final class PlayerServer: Sendable {
     private let group: any EventLoopGroup
     private let nextID = Atomic<UInt64>(0)
     private let clients = Atomic<Int>(0)
+    /// Connections per user other than the agent's.
+    private let perUser = Mutex<[UInt32: Int]>([:])
 
     public init(configuration: Configuration, handler: any ClientHandler, group: any EventLoopGroup, logger: Logger) {
         self.configuration = configuration
@@ -51,6 +68,10 @@ public final class PlayerServer: Sendable {
     /// Binds the socket (the caller holds its ``SocketLock``) and serves until cancelled.
     public func run(onListening: @Sendable () -> Void = {}) async throws {
         let maxLine = PlayerProtocol.maxLineBytes
+        // The socket is created private (umask), and only then given its mode: no one can
+        // connect in between.
+        let umaskBefore = umask(0o177)
+        defer { umask(umaskBefore) }
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
@@ -93,10 +114,14 @@ public final class PlayerServer: Sendable {
         }
 
         let (lines, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(configuration.maxQueuedLines))
-        let client = ClientConnection(id: id, credentials: credentials, queue: queue, channel: channel.channel, logger: log)
-        if count > configuration.maxClients {
-            log.warning("too many clients; refusing one", metadata: ["clients.max": "\(configuration.maxClients)"])
-            client.send(error: ProtocolError(.overloaded, "too many clients (at most \(configuration.maxClients))"), requestID: nil)
+        let client = ClientConnection(id: id, credentials: credentials, queue: queue, channel: channel.channel, logger: log, maxQueuedBytes: configuration.maxQueuedBytes)
+        let otherUser = credentials.map { $0.uid != getuid() } ?? false ? credentials?.uid : nil
+        let fromThatUser = otherUser.map { uid in perUser.withLock { $0[uid, default: 0] += 1; return $0[uid]! } } ?? 0
+        defer { if let uid = otherUser { perUser.withLock { $0[uid, default: 1] -= 1; if $0[uid] == 0 { $0[uid] = nil } } } }
+        if count > configuration.maxClients || fromThatUser > configuration.maxClientsPerOtherUser {
+            let limit = count > configuration.maxClients ? "at most \(configuration.maxClients)" : "at most \(configuration.maxClientsPerOtherUser) per user"
+            log.warning("too many clients; refusing one", metadata: ["clients.max": "\(configuration.maxClients)", "clients.per_other_user": "\(configuration.maxClientsPerOtherUser)"])
+            client.send(error: ProtocolError(.overloaded, "too many clients (\(limit))"), requestID: nil)
             queue.finish()
             try? await channel.executeThenClose { _, outbound in
                 for await line in lines { try await outbound.write(line) }
@@ -105,14 +130,28 @@ public final class PlayerServer: Sendable {
         }
         log.debug("client connected")
         await handler.connected(client)
+        // A client that never says anything must not hold a slot for ever.
+        let timeout = configuration.firstLineTimeoutSeconds
+        let watchdog = Task {
+            try? await Task.sleep(nanoseconds: UInt64(max(0, timeout)) * 1_000_000_000)
+            if !Task.isCancelled && !client.hasSpoken {
+                client.logger.notice("client sent nothing; closing it", metadata: ["client.timeout_s": "\(timeout)"])
+                client.close()
+            }
+        }
+        defer { watchdog.cancel() }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 try await withThrowingDiscardingTaskGroup { tasks in
                     tasks.addTask {
-                        for await line in lines { try await outbound.write(line) }
+                        for await line in lines {
+                            client.onWritten(line.readableBytes)
+                            try await outbound.write(line)
+                        }
                     }
                     defer { queue.finish() }
                     for try await frame in inbound {
+                        client.onSpoke()
                         switch frame {
                         case .line(let bytes):
                             if bytes.isEmpty { continue }
@@ -173,13 +212,31 @@ public final class ClientConnection: Sendable, Hashable {
     private let channel: any Channel
     private let closed = Atomic<Bool>(false)
     private let badInput = Atomic<Int>(0)
+    private let spoken = Atomic<Bool>(false)
+    private let queuedBytes = Atomic<Int>(0)
+    private let maxQueuedBytes: Int
 
-    init(id: UInt64, credentials: Credentials?, queue: AsyncStream<ByteBuffer>.Continuation, channel: any Channel, logger: Logger) {
+    init(id: UInt64, credentials: Credentials?, queue: AsyncStream<ByteBuffer>.Continuation, channel: any Channel, logger: Logger, maxQueuedBytes: Int = 4 << 20) {
         self.id = id
         self.credentials = credentials
         self.queue = queue
         self.channel = channel
         self.logger = logger
+        self.maxQueuedBytes = maxQueuedBytes
+    }
+
+    /// Whether the client sent anything yet.
+    var hasSpoken: Bool { spoken.load(ordering: .relaxed) }
+    func onSpoke() { spoken.store(true, ordering: .relaxed) }
+
+    /// A queued line of `bytes` left the queue for the socket.
+    func onWritten(_ bytes: Int) { queuedBytes.wrappingSubtract(bytes, ordering: .relaxed) }
+
+    /// Whether the client may manage the agent (`group_*`, `sim_clock`): its own user or root.
+    /// Others reach the socket through its group (`--socket-group`): they may play, not manage.
+    public var mayManage: Bool {
+        guard let uid = credentials?.uid else { return true }
+        return uid == getuid() || uid == 0
     }
 
     public var isClosed: Bool { closed.load(ordering: .relaxed) }
@@ -192,6 +249,12 @@ public final class ClientConnection: Sendable, Hashable {
         buffer.reserveCapacity(json.count + 1)
         buffer.writeBytes(json)
         buffer.writeInteger(UInt8(ascii: "\n"))
+        let queued = queuedBytes.wrappingAdd(buffer.readableBytes, ordering: .relaxed).newValue
+        if queued > maxQueuedBytes {
+            logger.warning("client is not reading its replies and events; disconnecting it", metadata: ["client.queued_bytes": "\(queued)"])
+            close()
+            return
+        }
         if case .dropped = queue.yield(buffer) {
             logger.warning("client is not reading its replies and events; disconnecting it")
             close()

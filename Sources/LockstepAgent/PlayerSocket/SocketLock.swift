@@ -23,17 +23,25 @@ public final class SocketLock: Sendable {
         self.fd = fd
     }
 
-    /// Takes the lock for `socketPath`, creating its directory (mode 0755) if needed, and
-    /// removes a stale socket file. Throws ``Conflict`` if another agent is running.
-    public static func acquire(socketPath: String) throws -> SocketLock {
+    /// Takes the lock for `socketPath`, creating its directory (mode `directoryMode`) if needed
+    /// and checking it (``SocketDirectory``), and removes a stale socket file. Throws
+    /// ``Conflict`` if another agent is running, ``SocketDirectory/Unsafe`` if the directory or the
+    /// lock file is not safely ours.
+    public static func acquire(socketPath: String, directoryMode: mode_t = 0o700) throws -> SocketLock {
         let dir = (socketPath as NSString).deletingLastPathComponent
-        if !dir.isEmpty {
-            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        }
+        try SocketDirectory.prepare(dir.isEmpty ? "." : dir, mode: directoryMode)
         let lockPath = socketPath + ".lock"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // O_NOFOLLOW: a symlink planted here must not make us truncate its target.
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw Conflict(description: "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+            let e = errno
+            if e == ELOOP { throw SocketDirectory.Unsafe(description: "refusing \(lockPath): it is a symbolic link; remove it") }
+            throw Conflict(description: "cannot open \(lockPath): \(String(cString: strerror(e)))")
+        }
+        var lockStat = stat()
+        guard fstat(fd, &lockStat) == 0, (lockStat.st_mode & S_IFMT) == S_IFREG, lockStat.st_uid == getuid() else {
+            close(fd)
+            throw SocketDirectory.Unsafe(description: "refusing \(lockPath): it is not a regular file of this user; remove it")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""

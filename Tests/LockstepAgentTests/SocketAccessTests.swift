@@ -1,0 +1,129 @@
+import Foundation
+import LockstepCore
+import LockstepPlayerProtocol
+import LockstepTestKit
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+import Testing
+
+@testable import LockstepAgent
+
+/// Review findings M8 and L8: the socket's directory and lock file, who may manage the agent,
+/// and the limits a local client cannot get past.
+@Suite("Player socket access", .serialized)
+struct SocketAccessTests {
+    @Test("a socket directory owned by another user, with the lock file a symlink, is refused and the symlink's target untouched")
+    func foreignDirectoryRefused() async throws {
+        try await withTemporaryDirectory { dir in
+            let victim = dir + "/victim"
+            try "precious\n".write(toFile: victim, atomically: false, encoding: .utf8)
+            let foreign = dir + "/lockstep-1000"
+            #expect(mkdir(foreign, 0o755) == 0)
+            #expect(symlink(victim, foreign + "/agent.sock.lock") == 0)
+            #expect(chown(foreign, 65534, 65534) == 0)
+            #expect {
+                try SocketLock.acquire(socketPath: foreign + "/agent.sock")
+            } throws: { error in
+                let text = "\(error)"
+                return text.contains("belongs to uid 65534") && text.contains(foreign) && !text.contains("\n")
+            }
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+        }
+    }
+
+    @Test("a symlinked lock file in our own directory is refused, its target untouched")
+    func symlinkedLockRefused() async throws {
+        try await withTemporaryDirectory { dir in
+            let victim = dir + "/victim"
+            try "precious\n".write(toFile: victim, atomically: false, encoding: .utf8)
+            #expect(mkdir(dir + "/s", 0o700) == 0)
+            #expect(symlink(victim, dir + "/s/agent.sock.lock") == 0)
+            #expect(throws: SocketDirectory.Unsafe.self) { try SocketLock.acquire(socketPath: dir + "/s/agent.sock") }
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+        }
+    }
+
+    @Test("a directory others may write (not sticky) or a symlinked one is refused; a missing one is created 0700")
+    func directoryModes() async throws {
+        try await withTemporaryDirectory { dir in
+            #expect(mkdir(dir + "/open", 0o700) == 0)
+            #expect(chmod(dir + "/open", 0o777) == 0)
+            #expect(throws: SocketDirectory.Unsafe.self) { try SocketLock.acquire(socketPath: dir + "/open/agent.sock") }
+            #expect(symlink(dir + "/open", dir + "/link") == 0)
+            #expect(throws: SocketDirectory.Unsafe.self) { try SocketLock.acquire(socketPath: dir + "/link/agent.sock") }
+            let lock = try SocketLock.acquire(socketPath: dir + "/new/agent.sock")
+            defer { lock.release() }
+            var st = stat()
+            #expect(lstat(dir + "/new", &st) == 0)
+            #expect(st.st_mode & 0o7777 == 0o700)
+        }
+    }
+
+    @Test("a client of another user (through the socket's group) may play but not read or change the group")
+    func otherUserCannotManage() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try AgentLogicTests.Harness(dir: dir)
+            let (stream, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(1024))
+            let stranger = ClientConnection(
+                id: 9, credentials: .init(pid: 1, uid: getuid() + 1000, gid: 1000), queue: queue, channel: EmbeddedChannel(),
+                logger: Logger(label: "client", factory: { _ in SwiftLogNoOpLogHandler() }))
+            await h.agent.connected(stranger)
+            var lines = stream.makeAsyncIterator()
+            await h.send("{\"type\":\"group_show\",\"request_id\":1,\"reveal\":true}", from: stranger)
+            let show = await AgentLogicTests.next(&lines)
+            #expect(show["ok"] as? Bool == false)
+            #expect(!"\(show)".contains("join"))
+            await h.send("{\"type\":\"group_join\",\"request_id\":2,\"code\":\"x\"}", from: stranger)
+            #expect(await AgentLogicTests.next(&lines)["ok"] as? Bool == false)
+            await h.send("{\"type\":\"status\",\"request_id\":3}", from: stranger)
+            #expect(await AgentLogicTests.next(&lines)["ok"] as? Bool == true)
+            // The agent's own user may.
+            let (me, _) = await h.connect(id: 10)
+            #expect(me.mayManage)
+        }
+    }
+
+    @Test("a client that sends nothing is closed after the first-line timeout")
+    func silentClientClosed() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/agent.sock"
+            let lock = try SocketLock.acquire(socketPath: path)
+            defer { lock.release() }
+            let server = PlayerServer(
+                configuration: .init(socketPath: path, firstLineTimeoutSeconds: 1), handler: Silent(), group: MultiThreadedEventLoopGroup.singleton,
+                logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let listening = AsyncStream<Void>.makeStream()
+            let task = Task { try await server.run { listening.continuation.yield() } }
+            defer { task.cancel() }
+            var it = listening.stream.makeAsyncIterator()
+            _ = await it.next()
+            let silent = try RawSocket(path: path)
+            let speaking = try RawSocket(path: path)
+            speaking.write("{}\n")
+            #expect(await silent.isClosedByPeer(timeout: 5))
+            #expect(!(await speaking.isClosedByPeer(timeout: 0.2)))
+        }
+    }
+
+    @Test("a client with more than its byte budget queued is disconnected")
+    func byteBudget() {
+        let (_, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(1024))
+        let c = ClientConnection(
+            id: 1, credentials: nil, queue: queue, channel: EmbeddedChannel(), logger: Logger(label: "c", factory: { _ in SwiftLogNoOpLogHandler() }),
+            maxQueuedBytes: 10_000)
+        let line = [UInt8](repeating: UInt8(ascii: "a"), count: 999)
+        for _ in 0..<10 { c.send(line) }
+        #expect(!c.isClosed)
+        c.send(line)
+        #expect(c.isClosed)
+    }
+}
+
+/// A handler that does nothing.
+struct Silent: ClientHandler {
+    func connected(_ client: ClientConnection) async {}
+    func handle(line: [UInt8], from client: ClientConnection) async {}
+    func disconnected(_ client: ClientConnection) async {}
+}
