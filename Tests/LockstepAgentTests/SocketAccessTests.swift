@@ -85,14 +85,14 @@ struct SocketAccessTests {
         }
     }
 
-    @Test("a client that sends nothing is closed after the first-line timeout")
+    @Test("a client that sends nothing is closed after the first-line timeout (another user's, or any with the test switch)")
     func silentClientClosed() async throws {
         try await withTemporaryDirectory { dir in
             let path = dir + "/agent.sock"
             let lock = try SocketLock.acquire(socketPath: path)
             defer { lock.release() }
             let server = PlayerServer(
-                configuration: .init(socketPath: path, firstLineTimeoutSeconds: 1), handler: Silent(), group: MultiThreadedEventLoopGroup.singleton,
+                configuration: .init(socketPath: path, firstLineTimeoutSeconds: 1, firstLineTimeoutForOwnUser: true), handler: Silent(), group: MultiThreadedEventLoopGroup.singleton,
                 logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
             let listening = AsyncStream<Void>.makeStream()
             let task = Task { try await server.run { listening.continuation.yield() } }

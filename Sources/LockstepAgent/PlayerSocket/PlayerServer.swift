@@ -15,8 +15,8 @@ import Synchronization
 /// Bounded everywhere: at most `maxClients` connections (`maxClientsPerOtherUser` for each user
 /// other than the agent's), lines of at most ``PlayerProtocol/maxLineBytes``, at most
 /// `maxQueuedLines` replies and events (and `maxQueuedBytes`) waiting for a client that does not
-/// read; past that the client is disconnected, never the agent slowed. A client that sends
-/// nothing within `firstLineTimeoutSeconds` is closed.
+/// read; past that the client is disconnected, never the agent slowed. A client of another user
+/// that sends nothing within `firstLineTimeoutSeconds` is closed.
 public final class PlayerServer: Sendable {
     public struct Configuration: Sendable {
         public var socketPath: String
@@ -31,12 +31,15 @@ public final class PlayerServer: Sendable {
         public var maxQueuedLines: Int
         /// Bytes waiting for one client, at most (a subscriber that never reads).
         public var maxQueuedBytes: Int
-        /// A client that has not sent a whole line this long after connecting is closed.
+        /// A client of another user that has not sent a whole line this long after connecting is
+        /// closed (the agent's own user's clients may connect first and ask later).
         public var firstLineTimeoutSeconds: Int64
+        /// Whether the first-line timeout applies to the agent's own user too (tests).
+        public var firstLineTimeoutForOwnUser: Bool
 
         public init(
             socketPath: String, socketMode: mode_t = 0o600, socketGroup: gid_t? = nil, maxClients: Int = 64, maxClientsPerOtherUser: Int = 16,
-            maxQueuedLines: Int = 1024, maxQueuedBytes: Int = 4 << 20, firstLineTimeoutSeconds: Int64 = 10
+            maxQueuedLines: Int = 1024, maxQueuedBytes: Int = 4 << 20, firstLineTimeoutSeconds: Int64 = 10, firstLineTimeoutForOwnUser: Bool = false
         ) {
             self.socketPath = socketPath
             self.socketMode = socketMode
@@ -46,6 +49,7 @@ public final class PlayerServer: Sendable {
             self.maxQueuedLines = maxQueuedLines
             self.maxQueuedBytes = maxQueuedBytes
             self.firstLineTimeoutSeconds = firstLineTimeoutSeconds
+            self.firstLineTimeoutForOwnUser = firstLineTimeoutForOwnUser
         }
     }
 
@@ -132,7 +136,9 @@ public final class PlayerServer: Sendable {
         await handler.connected(client)
         // A client that never says anything must not hold a slot for ever.
         let timeout = configuration.firstLineTimeoutSeconds
+        let watched = otherUser != nil || configuration.firstLineTimeoutForOwnUser
         let watchdog = Task {
+            guard watched else { return }
             try? await Task.sleep(nanoseconds: UInt64(max(0, timeout)) * 1_000_000_000)
             if !Task.isCancelled && !client.hasSpoken {
                 client.logger.notice("client sent nothing; closing it", metadata: ["client.timeout_s": "\(timeout)"])
