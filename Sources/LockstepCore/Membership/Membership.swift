@@ -37,6 +37,8 @@ public struct Membership: Sendable {
         public var maxPeers: Int = 64
         /// At most this many paths per peer.
         public var maxPathsPerPeer: Int = 8
+        /// What peers DNS-SD names but that were never heard from may cost.
+        public var strangers = StrangerBudget()
 
         public init() {}
     }
@@ -119,7 +121,7 @@ public struct Membership: Sendable {
     public mutating func onSighting(_ peer: PeerID, name: String?, sighting: Sighting, endpoints: [Endpoint], now: LocalTime) -> [Event] {
         guard peer != me else { return [] }
         var events: [Event] = []
-        guard var p = existingOrNew(peer, now: now, events: &events) else { return events }
+        guard var p = existingOrNew(peer, authenticated: false, now: now, events: &events) else { return events }
         if let name, !name.isEmpty, p.name != name, p.lastHeard == nil {
             p.name = name
         }
@@ -167,7 +169,7 @@ public struct Membership: Sendable {
     public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, from endpoint: Endpoint, now: LocalTime) -> [Event] {
         guard peer != me else { return [] }
         var events: [Event] = []
-        guard var p = existingOrNew(peer, now: now, events: &events) else { return events }
+        guard var p = existingOrNew(peer, authenticated: true, now: now, events: &events) else { return events }
         // A higher incarnation is a restart; so is a lower one once the higher one went silent
         // (the peer lost its incarnation file, or the higher one was never the peer's own).
         if let known = p.incarnation, incarnation > known || (incarnation < known && p.state == .lost) {
@@ -270,7 +272,7 @@ public struct Membership: Sendable {
             guard var p = peers[id] else { continue }
             var changed = false
             for i in p.paths.indices {
-                guard let interval = probeInterval(p, p.paths[i]) else { continue }
+                guard let interval = probeInterval(p, p.paths[i], now: now) else { continue }
                 if p.paths[i].lastProbed.map({ now - $0 >= interval }) ?? true {
                     p.paths[i].lastProbed = now
                     out.append(p.paths[i].endpoint)
@@ -305,13 +307,14 @@ public struct Membership: Sendable {
     }
 
     /// How often `path` of `p` is probed; nil if it is not.
-    private func probeInterval(_ p: Peer, _ path: Path) -> TimeSpan? {
+    private func probeInterval(_ p: Peer, _ path: Path, now: LocalTime) -> TimeSpan? {
         switch p.state {
         case .reachable:
             if p.withdrawnDeadline != nil { return configuration.probeInterval }
             return path.endpoint == p.preferred ? nil : configuration.alternateProbeInterval
         case .discovered, .resolved:
-            return configuration.probeInterval
+            guard p.lastHeard == nil else { return configuration.probeInterval }
+            return configuration.strangers.probeInterval(usual: configuration.probeInterval, age: now - p.since)
         case .lost:
             if p.withdrawnDeadline != nil { return configuration.probeInterval }
             // Withdrawn by DNS-SD and silent: probe only what DNS-SD still shows, what was
@@ -338,7 +341,7 @@ public struct Membership: Sendable {
                 break
             }
             for path in p.paths {
-                if let interval = probeInterval(p, path) { next = min(next, (path.lastProbed ?? now) + interval) }
+                if let interval = probeInterval(p, path, now: now) { next = min(next, (path.lastProbed ?? now) + interval) }
             }
         }
         for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeInterval) }
@@ -373,9 +376,15 @@ public struct Membership: Sendable {
 
     // MARK: - Helpers
 
-    private mutating func existingOrNew(_ id: PeerID, now: LocalTime, events: inout [Event]) -> Peer? {
+    private mutating func existingOrNew(_ id: PeerID, authenticated: Bool, now: LocalTime, events: inout [Event]) -> Peer? {
         if let p = peers[id] { return p }
-        guard peers.count < configuration.maxPeers else {
+        // Strangers (named by DNS-SD, never heard) give way to peers that hold the key, and are few.
+        if authenticated, peers.count >= configuration.maxPeers, let evictee = StrangerBudget.evictee(among: peers) {
+            peers[evictee] = nil
+            events.append(.forgotten(evictee))
+        }
+        let strangers = authenticated ? 0 : peers.values.count { $0.lastHeard == nil }
+        guard peers.count < configuration.maxPeers, strangers < configuration.strangers.maxUnheard else {
             events.append(.refused(id))
             return nil
         }

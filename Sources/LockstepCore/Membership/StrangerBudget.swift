@@ -1,0 +1,31 @@
+/// What peers that only DNS-SD names may cost (review finding M5). The group's tag is public, so
+/// anyone on the LAN, holding no key, can publish services that claim to be members, with
+/// addresses pointing anywhere. Until such a peer sends an authenticated datagram it is a
+/// stranger: at most ``maxUnheard`` of them are tracked, each gives way to an authenticated
+/// newcomer when the peer table is full, and their addresses are probed at the usual interval
+/// only for ``quickProbesFor`` (a real peer answers within that), then every
+/// ``slowProbeInterval``, and not at all once ``giveUpAfter`` has passed (the peer's own
+/// datagrams still make it reachable: it probes us too).
+public struct StrangerBudget: Sendable, Equatable {
+    /// Peers named by DNS-SD and never heard from, at most.
+    public var maxUnheard: Int = 16
+    /// How long a stranger's paths are probed at the usual interval.
+    public var quickProbesFor: TimeSpan = .seconds(10)
+    /// After that, how often.
+    public var slowProbeInterval: TimeSpan = .seconds(5)
+    /// After this long unheard, its paths are no longer probed.
+    public var giveUpAfter: TimeSpan = .seconds(60)
+
+    public init() {}
+
+    /// How often to probe a stranger's path, `age` after it appeared; nil: not any more.
+    public func probeInterval(usual: TimeSpan, age: TimeSpan) -> TimeSpan? {
+        if age >= giveUpAfter { return nil }
+        return age < quickProbesFor ? usual : max(usual, slowProbeInterval)
+    }
+
+    /// The stranger that gives way when the table is full: the one that appeared first.
+    public static func evictee(among peers: [PeerID: Membership.Peer]) -> PeerID? {
+        peers.values.filter { $0.lastHeard == nil }.min { ($0.since, $0.id) < ($1.since, $1.id) }?.id
+    }
+}
