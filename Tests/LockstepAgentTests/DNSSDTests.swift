@@ -394,3 +394,30 @@ func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
         #expect(mailbox.take().isEmpty)
     }
 }
+
+/// Review finding M5: services of another group (or junk) cannot hold every resolve slot.
+@Suite struct DNSSDParkingTests {
+    static let eth0: UInt32 = 2
+    static func key(_ n: String) -> DNSSDServiceKey { DNSSDServiceKey(name: n, interfaceIndex: eth0) }
+
+    @Test("an instance of another group gives its resolve slot to the next one waiting, and is withdrawn if it was reported")
+    func foreignInstanceIsParked() {
+        var t = DNSSDTracker(maxServices: 2)
+        _ = t.onOwnTXT(["g": "ours", "v": "1", "id": "me"])
+        #expect(t.onBrowse(added: true, name: "a", interfaceIndex: Self.eth0) == [.startResolve(Self.key("a"))])
+        #expect(t.onBrowse(added: true, name: "b", interfaceIndex: Self.eth0) == [.startResolve(Self.key("b"))])
+        #expect(t.onBrowse(added: true, name: "c", interfaceIndex: Self.eth0) == [])
+        #expect(t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "theirs", "v": "1", "id": "x"]) == [.stopResolve(Self.key("a")), .startResolve(Self.key("c"))])
+        // A reported instance that moves to another group is withdrawn.
+        _ = t.onResolved(Self.key("b"), hostTarget: "b.local.", port: 1, txt: ["g": "ours", "v": "1", "id": "y"])
+        _ = t.onAddress(DNSSDHostKey(host: "b.local.", interfaceIndex: Self.eth0), address: [10, 0, 0, 2], added: true)
+        #expect(t.flush().count == 1)
+        let moved = t.onResolved(Self.key("b"), hostTarget: "b.local.", port: 1, txt: ["g": "theirs", "v": "1", "id": "y"])
+        #expect(moved.contains(.emit(.serviceRemoved(instanceName: "b", interfaceIndex: Self.eth0))))
+        #expect(moved.contains(.stopAddressQueries(DNSSDHostKey(host: "b.local.", interfaceIndex: Self.eth0))))
+        #expect(t.activeCount == 1)
+        // Our own group changes: the parked ones get their turn again.
+        #expect(t.onOwnTXT(["g": "theirs", "v": "1", "id": "me"]) == [.startResolve(Self.key("a"))])
+        #expect(t.waiting == [Self.key("b")])
+    }
+}

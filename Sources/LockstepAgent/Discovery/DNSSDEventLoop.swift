@@ -66,6 +66,7 @@ final class DNSSDEventLoop {
         self.continuation = continuation
         self.logger = logger
         self.tracker = DNSSDTracker(maxServices: configuration.maxServices)
+        _ = tracker.onOwnTXT(TXTRecord.decode(txt))
     }
 
     // MARK: Loop
@@ -148,6 +149,7 @@ final class DNSSDEventLoop {
             case .updateTXT(let bytes):
                 guard bytes != txt else { continue }
                 txt = bytes
+                pending += tracker.onOwnTXT(TXTRecord.decode(bytes))
                 guard let registration else { continue }  // used at the next (re)connect
                 do {
                     try registration.updateTXT(bytes)

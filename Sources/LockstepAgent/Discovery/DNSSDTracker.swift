@@ -40,7 +40,9 @@ struct DNSSDHostKey: Hashable, Sendable, CustomStringConvertible {
 ///   interface, and stopped when the last one goes.
 /// - At most `maxServices` instances are resolved at once (each costs avahi's compat layer a
 ///   thread and a D-Bus connection per `DNSServiceRef`); later ones wait, first come first
-///   served, and start when an instance goes away.
+///   served, and start when an instance goes away, or when one turns out to belong to another
+///   group or protocol version (its TXT record): that one is *parked* until our own TXT changes
+///   (``onOwnTXT(_:)``), so junk services cannot hold every slot.
 ///
 /// Events: `serviceUpdated` is emitted once an instance is resolved and has at least one
 /// address, and again whenever that value changes; it is never emitted with no endpoints (if
@@ -71,6 +73,8 @@ struct DNSSDTracker {
         var active: Bool
         var resolved: Resolved?
         var lastEmitted: DiscoveredService?
+        /// Resolved to another group or protocol version: its slot went to others (review M5).
+        var parked = false
     }
 
     struct Host {
@@ -87,6 +91,9 @@ struct DNSSDTracker {
     /// Instances waiting for a resolve slot, oldest first.
     private(set) var waiting: [DNSSDServiceKey] = []
     private var dirty: Set<DNSSDServiceKey> = []
+    /// TXT entries an instance must carry to keep its resolve slot: our own group tag and
+    /// protocol version (others are parked until ours change). Empty: every instance keeps it.
+    private(set) var wanted: [String: String] = [:]
 
     init(maxServices: Int) {
         precondition(maxServices > 0)
@@ -128,6 +135,7 @@ struct DNSSDTracker {
     /// The resolve of `key` reported its SRV target, port and TXT record (first time or changed).
     mutating func onResolved(_ key: DNSSDServiceKey, hostTarget: String, port: UInt16, txt: [String: String]) -> [Directive] {
         guard let service = services[key], service.active else { return [] }
+        if !wanted.allSatisfy({ txt[$0.key] == $0.value }) { return park(key) }
         let hostKey = DNSSDHostKey(host: hostTarget, interfaceIndex: key.interfaceIndex)
         var directives: [Directive] = []
         let oldHost = service.resolved?.host
@@ -182,7 +190,49 @@ struct DNSSDTracker {
         dirty.removeAll()
     }
 
+    /// Our own TXT record changed (or was first set): instances must match its group tag and
+    /// version to keep a resolve slot; those parked for another group get their turn again.
+    mutating func onOwnTXT(_ txt: [String: String]) -> [Directive] {
+        let next = [LockstepTXT.group, LockstepTXT.version].reduce(into: [String: String]()) { out, k in if let v = txt[k] { out[k] = v } }
+        guard next != wanted else { return [] }
+        wanted = next
+        var directives: [Directive] = []
+        for key in services.keys.sorted() where services[key]!.parked {
+            services[key]!.parked = false
+            if activeCount < maxServices {
+                services[key]!.active = true
+                directives.append(.startResolve(key))
+            } else {
+                waiting.append(key)
+            }
+        }
+        return directives
+    }
+
     // MARK: Helpers
+
+    /// Stops resolving `key` (it is another group's), gives its slot to the next waiting, and
+    /// withdraws it if it had been reported.
+    private mutating func park(_ key: DNSSDServiceKey) -> [Directive] {
+        guard var service = services[key] else { return [] }
+        var directives: [Directive] = [.stopResolve(key)]
+        if let host = service.resolved?.host { directives += release(host, by: key) }
+        if service.lastEmitted != nil {
+            directives.append(.emit(.serviceRemoved(instanceName: key.name, interfaceIndex: key.interfaceIndex)))
+        }
+        service.active = false
+        service.parked = true
+        service.resolved = nil
+        service.lastEmitted = nil
+        services[key] = service
+        dirty.remove(key)
+        if !waiting.isEmpty {
+            let next = waiting.removeFirst()
+            services[next]!.active = true
+            directives.append(.startResolve(next))
+        }
+        return directives
+    }
 
     private mutating func remove(_ key: DNSSDServiceKey) -> [Directive] {
         guard let service = services.removeValue(forKey: key) else { return [] }
