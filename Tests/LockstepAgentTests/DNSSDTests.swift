@@ -420,4 +420,31 @@ func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
         #expect(t.onOwnTXT(["g": "theirs", "v": "1", "id": "me"]) == [.startResolve(Self.key("a"))])
         #expect(t.waiting == [Self.key("b")])
     }
+
+    @Test("while instances wait, those reported or unanswered for a whole round give their slot up, so every instance gets resolved in turn")
+    func slotsAreTimeShared() {
+        var t = DNSSDTracker(maxServices: 2)
+        _ = t.onOwnTXT(["g": "ours", "v": "2"])
+        for n in ["a", "b", "c", "d", "e"] { _ = t.onBrowse(added: true, name: n, interfaceIndex: Self.eth0) }
+        // a and b hold the slots with our tag and an address (fakes would look just like this).
+        for n in ["a", "b"] {
+            _ = t.onResolved(Self.key(n), hostTarget: "\(n).local.", port: 1, txt: ["g": "ours", "v": "2", "id": n])
+            _ = t.onAddress(DNSSDHostKey(host: "\(n).local.", interfaceIndex: Self.eth0), address: [10, 0, 0, 9], added: true)
+        }
+        #expect(t.flush().count == 2)
+        // Reported: they give their slots up at the next round.
+        let second = t.rotate()
+        #expect(second.contains(.startResolve(Self.key("c"))) && second.contains(.startResolve(Self.key("d"))))
+        #expect(second.contains(.stopResolve(Self.key("a"))) && second.contains(.stopResolve(Self.key("b"))))
+        #expect(!second.contains { if case .emit = $0 { true } else { false } }, "what was reported stays reported")
+        #expect(t.waiting == [Self.key("e"), Self.key("a"), Self.key("b")])
+        #expect(t.rotate() == [], "c and d, not answered yet, hold theirs for a whole round first")
+        _ = t.rotate()
+        #expect(t.services[Self.key("e")]?.active == true)
+        // a's turn again: the same answer reports nothing new.
+        #expect(t.services[Self.key("a")]?.active == true)
+        _ = t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "ours", "v": "2", "id": "a"])
+        _ = t.onAddress(DNSSDHostKey(host: "a.local.", interfaceIndex: Self.eth0), address: [10, 0, 0, 9], added: true)
+        #expect(t.flush().isEmpty)
+    }
 }

@@ -54,6 +54,10 @@ final class DNSSDEventLoop {
     private var registeredName: String?
     private var pending: [DNSSDTracker.Directive] = []
     private var stopping = false
+    /// When the resolve slots are next time-shared (while instances wait for one).
+    private var rotateAt: Int64?
+    /// How often they are, in ns.
+    static let rotation: Int64 = 500_000_000
 
     init(
         configuration: Configuration, txt: [UInt8], mailbox: DNSSDMailbox,
@@ -109,6 +113,15 @@ final class DNSSDEventLoop {
             } else if flushAt == nil, tracker.hasPendingUpdates {
                 flushAt = now + Self.nanoseconds(configuration.coalescing)
             }
+            if tracker.waiting.isEmpty {
+                rotateAt = nil
+            } else if let rotateAt, now >= rotateAt {
+                self.rotateAt = now + Self.rotation
+                pending += tracker.rotate()
+                carryOut()
+            } else if rotateAt == nil {
+                rotateAt = now + Self.rotation
+            }
             if !stopping, availability != .available, let retryAt, now >= retryAt {
                 connect()
             }
@@ -130,7 +143,7 @@ final class DNSSDEventLoop {
     /// Milliseconds until the next timed action (a retry while unavailable, or a flush of
     /// collected changes), -1 for none.
     private func pollTimeout() -> Int32 {
-        let deadlines = [availability != .available ? retryAt : nil, flushAt].compactMap { $0 }
+        let deadlines = [availability != .available ? retryAt : nil, flushAt, rotateAt].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         let left = deadline - clock.now()
         // Round up, so an action is never early (which would mean a zero-timeout spin).

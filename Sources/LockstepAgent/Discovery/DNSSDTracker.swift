@@ -42,7 +42,8 @@ struct DNSSDHostKey: Hashable, Sendable, CustomStringConvertible {
 ///   thread and a D-Bus connection per `DNSServiceRef`); later ones wait, first come first
 ///   served, and start when an instance goes away, or when one turns out to belong to another
 ///   group or protocol version (its TXT record): that one is *parked* until our own TXT changes
-///   (``onOwnTXT(_:)``), so junk services cannot hold every slot.
+///   (``onOwnTXT(_:)``); and while instances wait, the slots are time-shared (``rotate()``),
+///   so services that claim our group cannot hold every slot either.
 ///
 /// Events: `serviceUpdated` is emitted once an instance is resolved and has at least one
 /// address, and again whenever that value changes; it is never emitted with no endpoints (if
@@ -75,6 +76,8 @@ struct DNSSDTracker {
         var lastEmitted: DiscoveredService?
         /// Resolved to another group or protocol version: its slot went to others (review M5).
         var parked = false
+        /// The ``DNSSDTracker/rotate()`` round in which it last got its slot.
+        var activatedIn = 0
     }
 
     struct Host {
@@ -94,6 +97,8 @@ struct DNSSDTracker {
     /// TXT entries an instance must carry to keep its resolve slot: our own group tag and
     /// protocol version (others are parked until ours change). Empty: every instance keeps it.
     private(set) var wanted: [String: String] = [:]
+    /// Rounds of ``rotate()`` so far.
+    private var round = 0
 
     init(maxServices: Int) {
         precondition(maxServices > 0)
@@ -116,10 +121,7 @@ struct DNSSDTracker {
                 return []
             }
             services[key] = Service(browseCount: 1, active: false)
-            if activeCount < maxServices {
-                services[key]!.active = true
-                return [.startResolve(key)]
-            }
+            if activeCount < maxServices { return [activate(key)] }
             waiting.append(key)
             return []
         }
@@ -200,8 +202,7 @@ struct DNSSDTracker {
         for key in services.keys.sorted() where services[key]!.parked {
             services[key]!.parked = false
             if activeCount < maxServices {
-                services[key]!.active = true
-                directives.append(.startResolve(key))
+                directives.append(activate(key))
             } else {
                 waiting.append(key)
             }
@@ -209,7 +210,38 @@ struct DNSSDTracker {
         return directives
     }
 
+    /// Time-sharing of the resolve slots while instances wait (review M5: services that claim
+    /// our group, from anyone, could otherwise hold every slot for good). Called twice a second
+    /// by the shell while ``waiting`` is not empty: instances already reported, and those that
+    /// have held a slot for a whole round without an answer, give it to the longest waiting ones
+    /// and queue again. One that was reported stays reported (its resolve resumes on its next
+    /// turn and reports only a change).
+    mutating func rotate() -> [Directive] {
+        round += 1
+        guard !waiting.isEmpty else { return [] }
+        let due = services.filter { $0.value.active && ($0.value.lastEmitted != nil || $0.value.activatedIn < round - 1) }
+            .sorted { ($0.value.activatedIn, $0.key) < ($1.value.activatedIn, $1.key) }
+            .prefix(waiting.count).map(\.key)
+        var directives: [Directive] = []
+        for key in due {
+            directives.append(.stopResolve(key))
+            if let host = services[key]!.resolved?.host { directives += release(host, by: key) }
+            services[key]!.active = false
+            services[key]!.resolved = nil
+            dirty.remove(key)
+            waiting.append(key)
+        }
+        while activeCount < maxServices, !waiting.isEmpty { directives.append(activate(waiting.removeFirst())) }
+        return directives
+    }
+
     // MARK: Helpers
+
+    private mutating func activate(_ key: DNSSDServiceKey) -> Directive {
+        services[key]!.active = true
+        services[key]!.activatedIn = round
+        return .startResolve(key)
+    }
 
     /// Stops resolving `key` (it is another group's), gives its slot to the next waiting, and
     /// withdraws it if it had been reported.
@@ -227,9 +259,7 @@ struct DNSSDTracker {
         services[key] = service
         dirty.remove(key)
         if !waiting.isEmpty {
-            let next = waiting.removeFirst()
-            services[next]!.active = true
-            directives.append(.startResolve(next))
+            directives.append(activate(waiting.removeFirst()))
         }
         return directives
     }
@@ -248,9 +278,7 @@ struct DNSSDTracker {
             directives.append(.emit(.serviceRemoved(instanceName: key.name, interfaceIndex: key.interfaceIndex)))
         }
         if service.active, !waiting.isEmpty {
-            let next = waiting.removeFirst()
-            services[next]!.active = true
-            directives.append(.startResolve(next))
+            directives.append(activate(waiting.removeFirst()))
         }
         return directives
     }

@@ -378,13 +378,14 @@ public struct Membership: Sendable {
 
     private mutating func existingOrNew(_ id: PeerID, authenticated: Bool, now: LocalTime, events: inout [Event]) -> Peer? {
         if let p = peers[id] { return p }
-        // Strangers (named by DNS-SD, never heard) give way to peers that hold the key, and are few.
-        if authenticated, peers.count >= configuration.maxPeers, let evictee = StrangerBudget.evictee(among: peers) {
+        // Strangers (named by DNS-SD, never heard) are few, and the oldest gives way to a newcomer.
+        let strangers = peers.values.count { $0.lastHeard == nil }
+        if peers.count >= configuration.maxPeers || (!authenticated && strangers >= configuration.strangers.maxUnheard),
+            let evictee = StrangerBudget.evictee(among: peers) {
             peers[evictee] = nil
             events.append(.forgotten(evictee))
         }
-        let strangers = authenticated ? 0 : peers.values.count { $0.lastHeard == nil }
-        guard peers.count < configuration.maxPeers, strangers < configuration.strangers.maxUnheard else {
+        guard peers.count < configuration.maxPeers else {
             events.append(.refused(id))
             return nil
         }

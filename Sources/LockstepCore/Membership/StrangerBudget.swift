@@ -1,8 +1,9 @@
 /// What peers that only DNS-SD names may cost (review finding M5). The group's tag is public, so
 /// anyone on the LAN, holding no key, can publish services that claim to be members, with
 /// addresses pointing anywhere. Until such a peer sends an authenticated datagram it is a
-/// stranger: at most ``maxUnheard`` of them are tracked, each gives way to an authenticated
-/// newcomer when the peer table is full, and their addresses are probed at the usual interval
+/// stranger: at most ``maxUnheard`` of them are tracked, the oldest giving way to a newcomer
+/// (a stranger named later, or any peer when the table is full: a real peer's first probe goes
+/// out at once, and once it answers it is no stranger), and their addresses are probed at the usual interval
 /// only for ``quickProbesFor`` (a real peer answers within that), then every
 /// ``slowProbeInterval``, and not at all once ``giveUpAfter`` has passed (the peer's own
 /// datagrams still make it reachable: it probes us too).
@@ -24,7 +25,7 @@ public struct StrangerBudget: Sendable, Equatable {
         return age < quickProbesFor ? usual : max(usual, slowProbeInterval)
     }
 
-    /// The stranger that gives way when the table is full: the one that appeared first.
+    /// The stranger that gives way: the one that appeared first.
     public static func evictee(among peers: [PeerID: Membership.Peer]) -> PeerID? {
         peers.values.filter { $0.lastHeard == nil }.min { ($0.since, $0.id) < ($1.since, $1.id) }?.id
     }
