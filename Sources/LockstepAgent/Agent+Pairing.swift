@@ -31,6 +31,8 @@ extension Agent {
         var g = SystemRandomNumberGenerator()
         let directives = pairing.onJoin(code: code, groupName: name, me: identity.device.member, name: identity.name, session: g.next(), now: now)
         pendingJoin = request
+        // Devices of the group being joined were parked as another group's: look again.
+        discovery?.wakeParked()
         execute(directives)
         execute(pairing.onCandidates(pairingCandidates(), now: now))
     }

@@ -447,4 +447,19 @@ func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
         _ = t.onAddress(DNSSDHostKey(host: "a.local.", interfaceIndex: Self.eth0), address: [10, 0, 0, 9], added: true)
         #expect(t.flush().isEmpty)
     }
+
+    @Test("another group's device with an open invite is not parked; a join wakes those parked before the invite opened")
+    func invitersStayOrWake() {
+        var t = DNSSDTracker(maxServices: 4)
+        _ = t.onOwnTXT(["g": "ours", "v": "1", "id": "me"])
+        _ = t.onBrowse(added: true, name: "a", interfaceIndex: Self.eth0)
+        _ = t.onBrowse(added: true, name: "b", interfaceIndex: Self.eth0)
+        #expect(t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "theirs", "v": "1", "id": "x"]) == [.stopResolve(Self.key("a"))])
+        let inviting = t.onResolved(Self.key("b"), hostTarget: "b.local.", port: 1, txt: ["g": "theirs", "v": "1", "id": "y", "inv": "1"])
+        #expect(!inviting.contains(.stopResolve(Self.key("b"))))
+        #expect(t.activeCount == 1)
+        // A join starts: "a" may have opened an invite since it was parked.
+        #expect(t.wakeParked() == [.startResolve(Self.key("a"))])
+        #expect(t.wakeParked() == [])
+    }
 }

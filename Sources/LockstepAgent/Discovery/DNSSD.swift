@@ -203,6 +203,14 @@ public final class DNSSDDiscovery: Sendable {
         }
     }
 
+    /// Resolves again every instance parked for being another group's (a joining agent looks for
+    /// a device of the group it joins that has opened an invite). Ignored unless started.
+    public func wakeParked() {
+        control.withLock { control in
+            if case .running(let mailbox, _) = control { mailbox.send(.wakeParked) }
+        }
+    }
+
     /// Withdraws our service, stops browsing, ends the thread and finishes the stream. Returns
     /// when all that is done (normally a few milliseconds: each `DNSServiceRefDeallocate` is a
     /// D-Bus round trip to avahi). Idempotent.

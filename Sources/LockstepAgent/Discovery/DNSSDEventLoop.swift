@@ -90,7 +90,10 @@ final class DNSSDEventLoop {
                 continuation.yield(.daemonUnavailable(reason: "poll() failed: errno \(error)"))
                 break
             }
-            if fds[0].revents != 0 { handle(mailbox.take()) }
+            if fds[0].revents != 0 {
+                handle(mailbox.take())
+                carryOut()
+            }
             for (index, ref) in refs.enumerated() where !stopping && lostReason == nil {
                 let events = Int32(fds[index + 1].revents)
                 guard events != 0, ref.isActive else { continue }
@@ -159,6 +162,8 @@ final class DNSSDEventLoop {
             switch command {
             case .stop:
                 stopping = true
+            case .wakeParked:
+                pending += tracker.wakeParked()
             case .updateTXT(let bytes):
                 guard bytes != txt else { continue }
                 txt = bytes

@@ -16,6 +16,8 @@ import LockstepPlayerProtocol
 final class DNSSDMailbox: Sendable {
     enum Command: Sendable {
         case updateTXT([UInt8])
+        /// Resolve every parked instance again (a join looks for devices of another group).
+        case wakeParked
         case stop
     }
 

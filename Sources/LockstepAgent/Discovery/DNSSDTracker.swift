@@ -137,7 +137,8 @@ struct DNSSDTracker {
     /// The resolve of `key` reported its SRV target, port and TXT record (first time or changed).
     mutating func onResolved(_ key: DNSSDServiceKey, hostTarget: String, port: UInt16, txt: [String: String]) -> [Directive] {
         guard let service = services[key], service.active else { return [] }
-        if !wanted.allSatisfy({ txt[$0.key] == $0.value }) { return park(key) }
+        // Another group's device with an open invite stays: a joining agent looks for it.
+        if !wanted.allSatisfy({ txt[$0.key] == $0.value }), txt[LockstepTXT.invite] != "1" { return park(key) }
         let hostKey = DNSSDHostKey(host: hostTarget, interfaceIndex: key.interfaceIndex)
         var directives: [Directive] = []
         let oldHost = service.resolved?.host
@@ -198,6 +199,12 @@ struct DNSSDTracker {
         let next = [LockstepTXT.group, LockstepTXT.version].reduce(into: [String: String]()) { out, k in if let v = txt[k] { out[k] = v } }
         guard next != wanted else { return [] }
         wanted = next
+        return wakeParked()
+    }
+
+    /// Every parked instance gets its turn again: a joining agent looks for another group's
+    /// device that opened an invite since it was parked.
+    mutating func wakeParked() -> [Directive] {
         var directives: [Directive] = []
         for key in services.keys.sorted() where services[key]!.parked {
             services[key]!.parked = false
