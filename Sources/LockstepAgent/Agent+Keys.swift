@@ -117,6 +117,10 @@ extension Agent {
                 logger.info("sealing under the group key", metadata: ["group.epoch": "\(key.epoch)", "members.unacknowledged": "\(keys.unacknowledged)"])
             case .send(let message, let peer, let pairwise):
                 guard let e = node.membership.endpoint(of: peer) else { continue }
+                guard mayTransmit(message, to: e, now: now()) else {
+                    keys.onHeldBack(message, to: peer)
+                    continue
+                }
                 if pairwise {
                     guard let key = keys.pairKeys[peer] else { continue }
                     transport?.send(message, to: e, sealingWith: key)

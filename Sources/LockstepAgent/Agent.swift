@@ -85,6 +85,8 @@ public actor Agent: ClientHandler {
     var registeredInstance: String?
     /// Configured peers' endpoints (`--peer`), also where a joining agent tries its code.
     var staticEndpoints: [Endpoint] = []
+    /// What may still go to each address that is not validated (``Agent/mayTransmit(_:to:now:)``).
+    var replyBudget = ReplyBudget()
     var transport: PeerTransport?
     var discovery: DNSSDDiscovery?
     var discoveryState = DiscoveryState.off
@@ -192,6 +194,7 @@ public actor Agent: ClientHandler {
         let (accepted, directives) = keys.onDatagram(from: d.sender, source: d.source, epochByte: d.epochByte, now: now)
         execute(directives)
         guard accepted else { return }
+        credit(d, now: now)
         switch d.message {
         case .epochKey(let epoch, let key, let removed):
             execute(keys.onEpochKey(epoch: epoch, key: key, removed: removed, from: d.sender, pairwise: d.epochByte == GroupKey.pairEpochByte, now: now))
@@ -255,12 +258,15 @@ public actor Agent: ClientHandler {
         for directive in directives {
             switch directive {
             case .send(let message, let endpoint):
-                transport?.send(message, to: endpoint)
+                if mayTransmit(message, to: endpoint, now: now) { transport?.send(message, to: endpoint) }
             case .sendClockRequest(let exchange, let endpoint):
-                if let t1 = transport?.sendClockRequest(exchange: exchange, to: endpoint), exchange != 0 {
+                guard mayTransmit(.clockRequest(exchange: exchange, t1: PeerTime(ns: 0)), to: endpoint, now: now) else { continue }
+                // Probes too: the echoed t1 of the reply validates the address.
+                if let t1 = transport?.sendClockRequest(exchange: exchange, to: endpoint) {
                     node.onClockRequestSent(exchange: exchange, to: endpoint, t1: t1)
                 }
             case .sendClockReply(let exchange, let echo, let t2, let endpoint):
+                guard mayTransmit(.clockReply(exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: t2)), to: endpoint, now: now) else { continue }
                 transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint)
             case .membership(let event):
                 log(event)

@@ -290,6 +290,37 @@ public enum Faults {
         return o
     }
 
+    /// A member asks an agent for its largest answers from an address that never proves it is a
+    /// peer's (a spoofed victim's, in effect), under a fresh sender id each time (review finding
+    /// M3): what comes back to that address stays within 3× what it sent, and the group plays on.
+    public static func amplification(rate: Int = 20, seconds: Double = 5) async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "a member asks for large answers from an unvalidated address (\(rate) rounds/s for \(Int(seconds)) s)")
+        let g = try await PlayingGroup(hosts: 3, name: "fampl")
+        defer { g.destroy() }
+        let victim = 1
+        let status: AgentStatus = try await g.lab.request(victim, "status")
+        let from = MonotonicClock.read()
+        let out = try g.lab.exec(2, [
+            "env", "LOCKSTEP_JOIN_CODE=\(g.lab.joinCode)", Lab.binDirectory + "/lockstep-bench", "amplify", "--host", try g.lab.address(victim),
+            "--port", String(status.udpPort), "--rate", String(rate), "--seconds", String(seconds),
+        ])
+        let words = out.split(separator: " ")
+        let sent = words.firstIndex(of: "sent").flatMap { Double(words[$0 + 1]) } ?? 0
+        let received = words.firstIndex(of: "received").flatMap { Double(words[$0 + 1]) } ?? -1
+        let ratio = sent > 0 ? received / sent : .infinity
+        let spread = try g.spreads(from: from + 500_000_000, to: MonotonicClock.read() - 200_000_000)
+        let counters: AgentStatus = try await g.lab.request(victim, "status")
+        let held = (counters.counters["dropped_unvalidated_amplification"] ?? 0) + (counters.counters["dropped_unvalidated_rate"] ?? 0)
+        o.figures["bytes_sent"] = sent
+        o.figures["bytes_received"] = received
+        o.figures["amplification_ratio"] = ratio
+        o.figures["datagrams_held_back"] = Double(held)
+        o.figures["spread_p99_us"] = spread.percentile(99)
+        o.check("an unvalidated address gets at most 3× what it sent", received >= 0 && ratio <= 3, String(format: "%.0f bytes back for %.0f sent (%.2f×); %d datagrams held back", received, sent, ratio, held))
+        o.check("the group stays in step", spread.percentile(99) < 1000, "spread p99 \(us(spread.percentile(99)))")
+        return o
+    }
+
     /// Every scenario, in order.
     public static let all: [(name: String, run: @Sendable () async throws -> FaultOutcome)] = [
         ("kill", { try await killAgent() }),
@@ -301,6 +332,7 @@ public enum Faults {
         ("member", { try await maliciousMember() }),
         ("remove", { try await removeDevice() }),
         ("clone", { try await clonedDevice() }),
+        ("amplification", { try await amplification() }),
     ]
 }
 

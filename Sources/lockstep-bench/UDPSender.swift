@@ -30,6 +30,17 @@ final class UDPSender {
         }
     }
 
+    /// Bytes of the datagrams waiting to be read (reads them all, never blocks).
+    func drain() -> Int {
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n <= 0 { return total }
+            total += n
+        }
+    }
+
     /// Calls `send(n)` for n = 0, 1, … at `rate` a second for `seconds`, catching up after each
     /// nap of `napMicros`; returns how many it sent.
     static func paced(rate: Int, seconds: Double, napMicros: UInt32, _ send: (Int) -> Void) -> Int {

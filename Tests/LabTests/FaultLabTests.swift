@@ -56,4 +56,9 @@ struct FaultLabTests {
     func maliciousMember() async throws {
         expectAllChecks(try await Faults.maliciousMember())
     }
+
+    @Test("a member asking for large answers from an unvalidated address gets at most 3× back; the group stays in step")
+    func amplification() async throws {
+        expectAllChecks(try await Faults.amplification())
+    }
 }

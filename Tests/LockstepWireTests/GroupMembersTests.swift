@@ -92,6 +92,25 @@ struct GroupMembersTests {
         }
     }
 
+    @Test("an announcement held back (its address not validated yet) is due again at the next tick, not in 30 s")
+    func heldBackAnnouncement() {
+        let code = GroupIdentity(name: "home", key: GroupKey(bytes: Array(repeating: 5, count: 32), epoch: 1)!)
+        let me = DeviceIdentity(rawRepresentation: Array(repeating: 1, count: 32))!
+        let peer = DeviceIdentity(rawRepresentation: Array(repeating: 2, count: 32))!.peerID
+        var a = GroupMembers(group: code, me: me)
+        let t0 = LocalTime(ns: 1_000_000_000)
+        _ = a.onStart(name: "a", now: t0)
+        func announcements(_ d: [GroupMembers.Directive]) -> Int {
+            d.count { if case .send(.memberKey, peer, false) = $0 { true } else { false } }
+        }
+        let first = a.onTick(now: t0, reachable: [peer])
+        #expect(announcements(first) == 1)
+        #expect(announcements(a.onTick(now: t0 + .milliseconds(30), reachable: [peer])) == 0)
+        guard case .send(let m, _, _)? = first.first(where: { if case .send(.memberKey, _, _) = $0 { true } else { false } }) else { return }
+        a.onHeldBack(m, to: peer)
+        #expect(announcements(a.onTick(now: t0 + .milliseconds(60), reachable: [peer])) == 1)
+    }
+
     @Test("every holder of the group key is admitted by every other when it announces its device key")
     func admission() {
         let net = Net(["a", "b", "c"])

@@ -43,6 +43,8 @@ public struct Node: Sendable {
     public private(set) var clocks: PeerClocks
     public private(set) var group: Dissemination
     public private(set) var coordinator: Coordinator
+    /// Which source addresses have answered a challenge (the shell's ``ReplyBudget`` spares them).
+    public private(set) var paths = PathValidation()
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
@@ -86,6 +88,7 @@ public struct Node: Sendable {
         case .clockRequest(let exchange, let t1):
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source))
         case .clockReply(let exchange, let echo, let t2, let t3):
+            paths.onEcho(echo, from: source, now: receivedAt)
             out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
         case .clockFollowUp(let exchange, let echo, let t3):
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
@@ -113,6 +116,8 @@ public struct Node: Sendable {
             let membership = membership
             out += run(group.onParticipantDigest(participants, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable), from: sender)
         case .participant(let record):
+            // A sender membership refused (its table is full) leaves no record: tables stay bounded.
+            guard membership.peers[sender] != nil else { break }
             let membership = membership
             out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
         case .epochKey, .keyAck, .memberKey:
@@ -123,8 +128,9 @@ public struct Node: Sendable {
         return settle(out, now: now)
     }
 
-    /// The shell sent clock request `exchange` to `destination` carrying `t1`.
+    /// The shell sent clock request `exchange` (0: a probe) to `destination` carrying `t1`.
     public mutating func onClockRequestSent(exchange: UInt32, to destination: Endpoint, t1: LocalTime) {
+        paths.onChallengeSent(to: destination, t1: t1)
         clocks.onRequestSent(exchange: exchange, to: destination, t1: t1)
     }
 
@@ -271,6 +277,12 @@ public struct Node: Sendable {
     /// The group as the coordinator sees it now.
     public var view: GroupView {
         GroupView(me: identity.peer, state: group.state, participants: group.participants, reachable: Set(membership.reachable), timelines: timelines)
+    }
+
+    /// Whether `endpoint` is known to be where a peer is: discovery gave it, or it answered a
+    /// clock request sent to it. What goes elsewhere is kept within a ``ReplyBudget``.
+    public func isValidated(_ endpoint: Endpoint, now: LocalTime) -> Bool {
+        paths.isValidated(endpoint, now: now) || PathValidation.isVouched(endpoint, by: membership)
     }
 
     /// The group's timelines on this node's clock.

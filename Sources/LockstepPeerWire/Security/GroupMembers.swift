@@ -387,6 +387,14 @@ public struct GroupMembers: Sendable {
         return out
     }
 
+    /// The shell held back a ``Directive/send(_:to:pairwise:)`` to `peer` (its address has not
+    /// shown yet that it is the peer's: the anti-amplification budget). An announcement of this
+    /// device's key is due again at the next tick rather than in ``Configuration/announceInterval``;
+    /// `epoch_key`s are sent again by their own retries.
+    public mutating func onHeldBack(_ message: PeerMessage, to peer: PeerID) {
+        if case .memberKey = message { announced[peer] = nil }
+    }
+
     /// When ``onTick(now:reachable:)`` next has work (besides announcements, which ride on the
     /// node's own ticks), if ever.
     public var nextDeadline: LocalTime? {

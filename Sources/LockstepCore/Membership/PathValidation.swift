@@ -1,0 +1,76 @@
+/// Which source addresses have shown that they are where a peer really is (return routability,
+/// as QUIC's address validation, RFC 9000 §8).
+///
+/// A datagram's source address proves nothing: a member holding the key can put any address
+/// there and make this node send to it. An address counts as *validated* when discovery gave it
+/// (a DNS-SD or configured path of a peer: ``isVouched(_:by:)``), or when a clock reply arrived
+/// from it echoing a `t1` this node sent *to that address* (a challenge: whoever answers saw our
+/// request, so the address receives what is sent to it). Until then the shell keeps what it sends
+/// there within a ``ReplyBudget``.
+///
+/// Both tables are bounded whatever senders claim: challenges are only recorded for requests this
+/// node chose to send, and the oldest entries give way first.
+public struct PathValidation: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Addresses with outstanding challenges, at most.
+        public var maxChallenged: Int = 512
+        /// Outstanding challenges per address (the latest ones).
+        public var challengesPerAddress: Int = 4
+        /// Validated addresses remembered, at most (the least recently confirmed are forgotten).
+        public var maxValidated: Int = 512
+        /// A validated address not confirmed again for this long must be validated again.
+        public var validFor: TimeSpan = .seconds(600)
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    /// `t1`s sent to each address and not answered yet, with when the latest was sent.
+    public private(set) var challenges: [Endpoint: (t1s: [Int64], at: LocalTime)] = [:]
+    /// Addresses that answered a challenge, and when they last did.
+    public private(set) var validated: [Endpoint: LocalTime] = [:]
+
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+    }
+
+    /// A clock request (or probe) carrying `t1` went to `endpoint`.
+    public mutating func onChallengeSent(to endpoint: Endpoint, t1: LocalTime) {
+        var entry = challenges[endpoint] ?? (t1s: [], at: t1)
+        if challenges[endpoint] == nil, challenges.count >= configuration.maxChallenged,
+            let oldest = challenges.min(by: { $0.value.at < $1.value.at })?.key {
+            challenges[oldest] = nil
+        }
+        entry.t1s.append(t1.ns)
+        if entry.t1s.count > configuration.challengesPerAddress { entry.t1s.removeFirst(entry.t1s.count - configuration.challengesPerAddress) }
+        entry.at = t1
+        challenges[endpoint] = entry
+    }
+
+    /// A clock reply from `endpoint` echoed `echo`: the address is validated if that is a `t1`
+    /// sent to it. Returns whether it was.
+    @discardableResult
+    public mutating func onEcho(_ echo: Int64, from endpoint: Endpoint, now: LocalTime) -> Bool {
+        guard var entry = challenges[endpoint], let i = entry.t1s.firstIndex(of: echo) else { return false }
+        entry.t1s.remove(at: i)
+        challenges[endpoint] = entry.t1s.isEmpty ? nil : entry
+        if validated[endpoint] == nil, validated.count >= configuration.maxValidated,
+            let oldest = validated.min(by: { $0.value < $1.value })?.key {
+            validated[oldest] = nil
+        }
+        validated[endpoint] = now
+        return true
+    }
+
+    /// Whether `endpoint` answered a challenge within ``Configuration/validFor``.
+    public func isValidated(_ endpoint: Endpoint, now: LocalTime) -> Bool {
+        validated[endpoint].map { now - $0 < configuration.validFor } ?? false
+    }
+
+    /// Whether discovery vouches for `endpoint`: a peer's DNS-SD or configured path, or a
+    /// configured endpoint whose peer is not known yet.
+    public static func isVouched(_ endpoint: Endpoint, by membership: Membership) -> Bool {
+        if membership.unidentified[endpoint] != nil { return true }
+        return membership.peers.values.contains { p in p.paths.contains { $0.endpoint == endpoint && $0.source != .learned } }
+    }
+}
