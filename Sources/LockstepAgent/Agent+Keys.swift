@@ -16,6 +16,7 @@ extension Agent {
             let name = r.name ?? "default"
             guard StateDirectory.isValidGroupName(name) else { throw ProtocolError(.invalidField, "name must be 1-32 letters, digits, '-' or '_'") }
             try switchGroup(to: GroupIdentity(name: name, key: .random()))
+            startAfresh()
             request.reply(groupView(reveal: true))
         case "group_join":
             let r = try request.decode(GroupRequest.self)
@@ -28,6 +29,9 @@ extension Agent {
             }
             do {
                 try switchGroup(to: try JoinCode.parse(code, name: name))
+                // Nothing of the old group reaches the new one (review M9). (A pairing join keeps
+                // its node: its flow still needs the inviter the node knows.)
+                startAfresh()
             } catch let e as JoinCode.ParseError {
                 throw ProtocolError(.invalidField, e.description)
             }

@@ -114,12 +114,17 @@ public actor Agent: ClientHandler {
         if case .manual = clock { self.timerEnabled = false } else { self.timerEnabled = true }
         self.startedAt = clock.host.now()
         self.clockSource = DeviceClockSource(configuration.deviceClock)
+        self.node = Self.makeNode(configuration: configuration, identity: identity)
+        self.keys = GroupMembers(group: identity.group, me: identity.device)
+    }
+
+    /// A node with nothing replicated yet: at start, and after a group switch.
+    static func makeNode(configuration: AgentConfiguration, identity: Identity) -> Node {
         var nodeConfig = Node.Configuration()
         nodeConfig.membership.lostAfter = configuration.peerTimeout
         nodeConfig.coordinator.waitingReasons = Set(configuration.waitingReasons.map(SuspensionReason.init(text:)))
         nodeConfig.coordinator.waitTimeout = configuration.waitTimeout
-        self.node = Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)
-        self.keys = GroupMembers(group: identity.group, me: identity.device)
+        return Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)
     }
 
     /// The node's local clock now: the device clock (the host's monotonic clock unless simulated).
@@ -410,6 +415,16 @@ public actor Agent: ClientHandler {
         }
     }
 
+    /// What a player's hello says of it; a name with a saved output latency gets it unless the
+    /// hello gives one.
+    func playerInfo(_ r: HelloRequest, id: UInt32) -> PlayerSession.Info {
+        let caps = r.capabilities ?? PlayerCapabilities()
+        return PlayerSession.Info(
+            name: r.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
+            outputLatency: .nanoseconds(r.outputLatencyNs ?? r.name.flatMap(savedOutputLatency) ?? 0), startLatency: .nanoseconds(r.startLatencyNs ?? 0),
+            syncTolerance: .nanoseconds(r.syncToleranceNs ?? 0))
+    }
+
     private func hello(_ request: Request, now: LocalTime) throws {
         let r = try request.decode(HelloRequest.self)
         guard r.protocol == PlayerProtocol.version else {
@@ -422,13 +437,8 @@ public actor Agent: ClientHandler {
             let id = nextPlayerID
             nextPlayerID = nextPlayerID == .max ? 1 : nextPlayerID + 1
             state.playerID = id
-            let caps = r.capabilities ?? PlayerCapabilities()
-            let info = PlayerSession.Info(
-                name: r.name ?? "player \(id)", canChangeRate: caps.rate, exactSeek: caps.exactSeek, startAtHostTime: caps.startAtHostTime,
-                outputLatency: .nanoseconds(r.outputLatencyNs ?? r.name.flatMap(savedOutputLatency) ?? 0), startLatency: .nanoseconds(r.startLatencyNs ?? 0),
-                syncTolerance: .nanoseconds(r.syncToleranceNs ?? 0))
             clients[request.client.id] = state
-            directives = node.onPlayerHello(id: id, info: info, now: now)
+            directives = node.onPlayerHello(id: id, info: playerInfo(r, id: id), now: now)
         }
         clients[request.client.id] = state
         request.client.logger.info("client said hello", metadata: [
