@@ -32,7 +32,7 @@ extension Agent {
         let directives = pairing.onJoin(code: code, groupName: name, me: identity.device.member, name: identity.name, session: g.next(), now: now)
         pendingJoin = request
         // Devices of the group being joined were parked as another group's: look again.
-        discovery?.wakeParked()
+        discovery?.seekInviters(true)
         execute(directives)
         execute(pairing.onCandidates(pairingCandidates(), now: now))
     }
@@ -63,6 +63,7 @@ extension Agent {
             case .joined(let group):
                 let request = pendingJoin
                 pendingJoin = nil
+                discovery?.seekInviters(false)
                 do {
                     try switchGroup(to: group)
                     request?.reply(groupView(reveal: false))
@@ -73,6 +74,7 @@ extension Agent {
                 logger.notice("pairing failed", metadata: ["reason": "\(reason)"])
                 pendingJoin?.reply(error: ProtocolError(.invalidState, reason))
                 pendingJoin = nil
+                discovery?.seekInviters(false)
             case .inviteOpen:
                 try? discovery?.updateTXT(txtRecord())
             case .refused(let counter, let source):

@@ -81,12 +81,23 @@ struct ClockLabTests {
         // Loose: the benchmark has measured 94–100 % on the clean link (goal 99 %).
         #expect(covered >= 0.90, "the bound covers \(covered * 100) % of the errors (p99 error \(p99 / 1000) µs)")
 
-        // h3's device clock jumps 50 ms: the others' estimates of h3 follow within 5 s.
+        // No agent took its peers' clocks for a step of its own while nothing jumped.
+        func ownSteps(_ h: Int) async throws -> UInt64 {
+            let s: AgentStatus = try await lab.request(h, "status")
+            return s.counters["own_clock_steps"] ?? 0
+        }
+        for h in 1...3 { #expect(try await ownSteps(h) == 0, "h\(h) stepped its own clock") }
+
+        // h3's device clock jumps 50 ms behind its agent's back: h3 notices from its two peers and
+        // steps back, and the others' estimates of h3 stay within 1 ms of the truth (tracked
+        // within 5 s whichever way it goes).
         let _: EmptyResult = try await lab.request(3, "sim_clock", SimClockRequest(jumpMs: 50))
         let tracked = await waitUntil(timeout: 5, interval: 0.1) {
             let e = errors(await read(lab)).filter { $0.peer == 3 }
             return e.count == 2 && e.allSatisfy { $0.error < 1_000_000 }
         }
-        #expect(tracked != nil, "the others track h3's new clock to within 1 ms within 5 s")
+        #expect(tracked != nil, "the others track h3's clock to within 1 ms within 5 s")
+        #expect(try await waitUntil(timeout: 5, interval: 0.1) { try await ownSteps(3) == 1 } != nil, "h3 stepped back once")
+        for h in 1...2 { #expect(try await ownSteps(h) == 0, "h\(h) stepped its own clock") }
     }
 }

@@ -448,7 +448,7 @@ func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
         #expect(t.flush().isEmpty)
     }
 
-    @Test("another group's device with an open invite is not parked; a join wakes those parked before the invite opened")
+    @Test("another group's device with an open invite is not parked; while a join seeks inviters nothing is, and after it the others are parked again")
     func invitersStayOrWake() {
         var t = DNSSDTracker(maxServices: 4)
         _ = t.onOwnTXT(["g": "ours", "v": "1", "id": "me"])
@@ -458,8 +458,12 @@ func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
         let inviting = t.onResolved(Self.key("b"), hostTarget: "b.local.", port: 1, txt: ["g": "theirs", "v": "1", "id": "y", "inv": "1"])
         #expect(!inviting.contains(.stopResolve(Self.key("b"))))
         #expect(t.activeCount == 1)
-        // A join starts: "a" may have opened an invite since it was parked.
-        #expect(t.wakeParked() == [.startResolve(Self.key("a"))])
-        #expect(t.wakeParked() == [])
+        // A join starts: "a" may open its invite after it was parked; its TXT shows it later.
+        #expect(t.seekInviters(true) == [.startResolve(Self.key("a"))])
+        #expect(!t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "theirs", "v": "1", "id": "x"]).contains(.stopResolve(Self.key("a"))))
+        #expect(t.activeCount == 2)
+        // The join ends: "a" (no invite) is parked again, "b" (inviting) stays.
+        #expect(t.seekInviters(false).contains(.stopResolve(Self.key("a"))))
+        #expect(t.activeCount == 1)
     }
 }

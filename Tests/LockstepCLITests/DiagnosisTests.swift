@@ -128,7 +128,7 @@ struct DiagnosisTests {
         #expect(check?.fix == "to join its group: on attic run lockstep group invite, then here lockstep group join CODE")
     }
 
-    @Test("datagrams refused for their key while the doctor looks fail key epochs; old ones only warn")
+    @Test("datagrams refused for their key while the doctor looks fail key epochs; old ones only warn, unless no device seen answers")
     func keyEpochs() {
         var o = Self.healthy()
         o.statusLater = Self.status(counters: ["received": 120, "dropped_unknown_key_epoch": 4])
@@ -137,6 +137,12 @@ struct DiagnosisTests {
         #expect(check?.finding.hasPrefix("4 datagrams in the last 2.0 s under a key this agent does not hold (key epoch 3 of group 'home')") == true)
         o.agent = .answered(Self.status(counters: ["received": 100, "dropped_unknown_key_epoch": 4]))
         #expect(Diagnosis().report(o)[.keyEpochs]?.outcome == .warning)
+        // Old ones, and no device seen answers: removed (members stopped probing it).
+        o.peers = PeersResult(peers: [Self.peer("kitchen", id: Self.kitchen, state: "lost")])
+        let removed = Diagnosis().report(o)[.keyEpochs]
+        #expect(removed?.outcome == .failed)
+        #expect(removed?.finding.contains("none of the 1 device seen answers") == true)
+        #expect(removed?.finding.contains("was removed from the group") == true)
     }
 
     @Test("another device using this device's key fails key epochs and says how to part them; removed devices knocking are only noted")

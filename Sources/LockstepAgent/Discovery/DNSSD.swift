@@ -203,11 +203,12 @@ public final class DNSSDDiscovery: Sendable {
         }
     }
 
-    /// Resolves again every instance parked for being another group's (a joining agent looks for
-    /// a device of the group it joins that has opened an invite). Ignored unless started.
-    public func wakeParked() {
+    /// While a join looks for a device of the group it joins that has opened an invite, instances
+    /// of another group are resolved rather than parked (an invite shows in the TXT record a
+    /// second or two after it opens). Ignored unless started.
+    public func seekInviters(_ on: Bool) {
         control.withLock { control in
-            if case .running(let mailbox, _) = control { mailbox.send(.wakeParked) }
+            if case .running(let mailbox, _) = control { mailbox.send(.seekInviters(on)) }
         }
     }
 

@@ -162,8 +162,8 @@ final class DNSSDEventLoop {
             switch command {
             case .stop:
                 stopping = true
-            case .wakeParked:
-                pending += tracker.wakeParked()
+            case .seekInviters(let on):
+                pending += tracker.seekInviters(on)
             case .updateTXT(let bytes):
                 guard bytes != txt else { continue }
                 txt = bytes

@@ -16,8 +16,9 @@ import LockstepPlayerProtocol
 final class DNSSDMailbox: Sendable {
     enum Command: Sendable {
         case updateTXT([UInt8])
-        /// Resolve every parked instance again (a join looks for devices of another group).
-        case wakeParked
+        /// While true, instances of another group are not parked (a join looks for a device of
+        /// the group it joins that has opened an invite).
+        case seekInviters(Bool)
         case stop
     }
 

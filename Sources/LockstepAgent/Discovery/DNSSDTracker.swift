@@ -99,6 +99,8 @@ struct DNSSDTracker {
     private(set) var wanted: [String: String] = [:]
     /// Rounds of ``rotate()`` so far.
     private var round = 0
+    /// A join is looking for inviting devices: nothing is parked (``seekInviters(_:)``).
+    private(set) var seeking = false
 
     init(maxServices: Int) {
         precondition(maxServices > 0)
@@ -138,7 +140,7 @@ struct DNSSDTracker {
     mutating func onResolved(_ key: DNSSDServiceKey, hostTarget: String, port: UInt16, txt: [String: String]) -> [Directive] {
         guard let service = services[key], service.active else { return [] }
         // Another group's device with an open invite stays: a joining agent looks for it.
-        if !wanted.allSatisfy({ txt[$0.key] == $0.value }), txt[LockstepTXT.invite] != "1" { return park(key) }
+        if !seeking, !wanted.allSatisfy({ txt[$0.key] == $0.value }), txt[LockstepTXT.invite] != "1" { return park(key) }
         let hostKey = DNSSDHostKey(host: hostTarget, interfaceIndex: key.interfaceIndex)
         var directives: [Directive] = []
         let oldHost = service.resolved?.host
@@ -202,9 +204,25 @@ struct DNSSDTracker {
         return wakeParked()
     }
 
-    /// Every parked instance gets its turn again: a joining agent looks for another group's
-    /// device that opened an invite since it was parked.
-    mutating func wakeParked() -> [Directive] {
+    /// A join starts (`true`) or ends looking for inviting devices. While it looks, instances of
+    /// another group are not parked, and parked ones get their turn again: a device of the group
+    /// being joined may open its invite after it was parked, and its TXT record shows it a second
+    /// or two later. When it ends, those resolved meanwhile are parked again.
+    mutating func seekInviters(_ on: Bool) -> [Directive] {
+        guard on != seeking else { return [] }
+        seeking = on
+        guard !on else { return wakeParked() }
+        var directives: [Directive] = []
+        for key in services.keys.sorted() {
+            guard let r = services[key]?.resolved, services[key]!.active,
+                !wanted.allSatisfy({ r.txt[$0.key] == $0.value }), r.txt[LockstepTXT.invite] != "1" else { continue }
+            directives += park(key)
+        }
+        return directives
+    }
+
+    /// Every parked instance gets its turn again.
+    private mutating func wakeParked() -> [Directive] {
         var directives: [Directive] = []
         for key in services.keys.sorted() where services[key]!.parked {
             services[key]!.parked = false

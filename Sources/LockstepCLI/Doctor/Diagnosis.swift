@@ -244,6 +244,16 @@ public struct Diagnosis: Sendable {
                 "\(after - before) datagram\(after - before == 1 ? "" : "s")\(seconds) under a key this agent does not hold (\(epoch)), and no member sent it the key: this device was removed from the group, or is not a member (an old join code)",
                 fix: fix)
         }
+        // Members stop probing a device that never answers (every 5 s, then not at all after a
+        // minute), so a removed device may hear nothing new while it is looked at; but none of
+        // the devices it sees answering it says the same.
+        let seen = o.peers?.peers ?? []
+        if before > 0, !seen.isEmpty, !seen.contains(where: { $0.state == "reachable" }) {
+            return .init(
+                .keyEpochs, .failed,
+                "\(before) datagram\(before == 1 ? "" : "s") since the agent started under a key this agent does not hold (\(epoch)), none of the \(seen.count) device\(seen.count == 1 ? "" : "s") seen answers, and no member sent it the key: this device was removed from the group, or is not a member (an old join code)",
+                fix: fix)
+        }
         if before > 0 {
             return .init(.keyEpochs, .warning, "\(epoch); \(before) datagram\(before == 1 ? "" : "s") refused for their key since the agent started, none now", fix: "if a device still does not play: \(fix)")
         }
