@@ -91,9 +91,20 @@ extension Group {
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Join a group: with the 8-digit code of 'lockstep group invite' on a member (paired over the network), or with a join code (stored in the agent's state directory).")
         @OptionGroup var options: CommonOptions
-        @Argument(help: "An 8-digit code from 'lockstep group invite', or a join code (lk1-…).") var code: String
+        @Argument(help: "An 8-digit code from 'lockstep group invite', or a join code (lk1-…). Omit it, or give '-', to type it at a prompt or pipe it on standard input: then it shows neither in 'ps' nor in the shell's history.") var code: String?
         @Option(help: "A local name for the group.") var name: String?
         func run() async throws {
+            let code: String
+            if let given = self.code, given != "-" {
+                code = given
+            } else {
+                do {
+                    code = try SecretPrompt.read("join code: ")
+                } catch {
+                    printError(error.description)
+                    throw ExitCode(2)
+                }
+            }
             let r: GroupShowResult = try await options.withAgent { agent in
                 do {
                     return try await agent.request("group_join", GroupRequest(name: name, code: code))

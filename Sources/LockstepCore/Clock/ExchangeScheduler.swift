@@ -126,6 +126,12 @@ public struct ExchangeScheduler: Sendable {
         }
     }
 
+    /// An exchange is due by `t` (another link showed an outlier: if our own clock stepped,
+    /// every peer shows it, and the sooner the better).
+    public mutating func lookSoon(by t: LocalTime) {
+        probeAt = min(probeAt ?? t, t)
+    }
+
     /// True while bursting.
     public func isBursting(at now: LocalTime) -> Bool { now < burstUntil }
 

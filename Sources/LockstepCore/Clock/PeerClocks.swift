@@ -69,6 +69,9 @@ public struct PeerClocks: Sendable {
         public var kernelStamped: UInt64 = 0
         /// Whether the last sample used had both send times from the kernel.
         public var lastKernelStamped = false
+        /// The estimator as it was before its last confirmed step, and when: restored if the
+        /// step turns out to have been our own clock's (``OwnClockStepDetector``).
+        var beforeStep: (estimator: ClockEstimator, at: LocalTime)?
 
         init(now: LocalTime, configuration: Configuration) {
             estimator = ClockEstimator(configuration: configuration.estimator)
@@ -152,6 +155,7 @@ public struct PeerClocks: Sendable {
             links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now)
             links[peer]?.stamps = TransmitStamps(configuration: configuration.transmitStamps)
             links[peer]?.sentTo = nil
+            links[peer]?.beforeStep = nil
         }
         ownStep.reset()
         pending.removeAll()
@@ -240,32 +244,59 @@ public struct PeerClocks: Sendable {
     private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID) {
         guard var link = links[peer] else { return }
         let sample = ready.sample
+        let before = link.estimator
+        // Had our clock jumped by Δ, the estimate was read Δ too far along its slope s too: the
+        // residual is −Δ(1 + s). Through peers of different skews only −Δ agrees.
+        let slope = (before.estimate(at: sample.t4)?.skewPPM ?? 0) * 1e-6
         let verdict = link.estimator.onSample(sample)
         // (The scheduler restarts its burst itself on a step.)
         link.scheduler.onVerdict(verdict, at: sample.t4)
+        var evidence: Double?
         switch verdict {
-        case .clockStepped:
+        case .clockStepped(let by):
             link.steps += 1
             mesh.removePeer(peer)
+            // Perhaps it was our clock that stepped: what the link knew is kept a while.
+            link.beforeStep = (before, sample.t4)
+            evidence = by / (1 + slope)
         case .accepted:
             link.lastKernelStamped = ready.kernelT1 && ready.kernelT3
             if link.lastKernelStamped { link.kernelStamped += 1 }
-            ownStep.onConsistent(from: peer)
+            // (Right after a step the link agrees with the new clock: that proves nothing.)
+            if link.beforeStep.map({ sample.t4 - $0.at > configuration.ownStep.window }) ?? true {
+                link.beforeStep = nil
+                ownStep.onConsistent(from: peer)
+            }
         case .rejectedOutlier(let residual):
             link.outliers += 1
             link.rejected += 1
-            let measured = links.values.count { $0.estimator.estimate(at: sample.t4) != nil }
-            // Had our clock jumped by Δ, the estimate was read Δ too far along its slope s too:
-            // the residual is −Δ(1 + s). Through peers of different skews only −Δ agrees.
-            let slope = (link.estimator.estimate(at: sample.t4)?.skewPPM ?? 0) * 1e-6
-            if let step = ownStep.onOutlier(from: peer, residualNs: residual / (1 + slope), at: sample.t4, measured: measured) {
-                pending.append(.ownClockStepped(by: step))
-            }
+            evidence = residual / (1 + slope)
         case .rejectedDelay, .rejectedInvalid:
             link.rejected += 1
         }
         if let estimate = link.estimator.estimate(at: sample.t4) { mesh.updateLocal(peer: peer, estimate: estimate) }
         links[peer] = link
+        if let evidence { onEvidence(evidence, from: peer, at: sample.t4) }
+    }
+
+    /// A sample of `peer` fell outside its estimate by `residualNs` (skew-corrected). If our own
+    /// clock stepped, every peer shows it: the others are looked at now, before this link's own
+    /// confirmations (25 ms apart) take the step for the peer's. Once most agree, the step is
+    /// ours: links that took it for their peer's get back what they knew.
+    private mutating func onEvidence(_ residualNs: Double, from peer: PeerID, at t: LocalTime) {
+        let measured = links.values.count { $0.estimator.estimate(at: t) != nil }
+        guard let step = ownStep.onOutlier(from: peer, residualNs: residualNs, at: t, measured: measured) else {
+            for other in links.keys where other != peer { links[other]?.scheduler.lookSoon(by: t) }
+            return
+        }
+        pending.append(.ownClockStepped(by: step))
+        for (p, link) in links {
+            guard let b = link.beforeStep, t - b.at <= configuration.ownStep.window else { continue }
+            links[p]?.estimator = b.estimator
+            links[p]?.beforeStep = nil
+            links[p]?.steps -= 1
+            if let e = b.estimator.estimate(at: t) { mesh.updateLocal(peer: p, estimate: e) }
+        }
     }
 
     // MARK: - Time
