@@ -98,6 +98,8 @@ public enum Faults {
         let playing = try g.traces().allSatisfy { $0.isPlaying(at: now) }
         o.figures["spread_after_heal_p99_us"] = after.percentile(99)
         o.check("players back in step", playing && after.percentile(99) < 1000, "after healing, a play from one side: all playing \(playing), spread p99 \(us(after.percentile(99)))")
+        let steps = try await g.ownClockSteps()
+        o.check("no agent took the healed side's clocks for a jump of its own", steps == 0, "\(steps) own clock step(s)")
         return o
     }
 
@@ -124,6 +126,8 @@ public enum Faults {
         let steady = try g.spreads(from: from, to: MonotonicClock.read() - 200_000_000)
         o.figures["steady_spread_p99_us"] = steady.percentile(99)
         o.check("players stay in step", steady.percentile(99) < 1000, "spread p50 \(us(steady.median)), p99 \(us(steady.percentile(99))) over \(Int(seconds)) s")
+        let steps = try await g.ownClockSteps()
+        o.check("no agent took lost and reordered samples for a jump of its own clock", steps == 0, "\(steps) own clock step(s)")
         return o
     }
 

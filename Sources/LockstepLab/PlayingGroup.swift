@@ -79,6 +79,17 @@ public final class PlayingGroup: @unchecked Sendable {
         return out
     }
 
+    /// How many times each agent stepped its own clock back (it noticed a jump of its own clock
+    /// from its peers): in scenarios where no clock jumps, any is a false alarm.
+    public func ownClockSteps() async throws -> UInt64 {
+        var total: UInt64 = 0
+        for h in 1...hosts {
+            let s: AgentStatus = try await lab.request(h, "status")
+            total += s.counters["own_clock_steps"] ?? 0
+        }
+        return total
+    }
+
     /// The agent's process id on `h`.
     public func agentPID(_ h: Int) throws -> Int32 {
         // tools/lab records "PID STARTTIME" (the start time guards against PID reuse).
