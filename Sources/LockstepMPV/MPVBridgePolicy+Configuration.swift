@@ -2,9 +2,13 @@ import LockstepCore
 
 extension MPVBridgePolicy {
     public struct Configuration: Sendable, Equatable {
-        /// How long mpv needs to pause and seek exactly before it can resume on time. Declared to
-        /// the agent as the player's start latency, so group anchors leave it this much room.
-        public var seekLeadNs: Int64 = 120 * Nanos.millisecond
+        /// How long mpv needs to pause and seek exactly before it can resume on time, if fixed
+        /// (`--start-latency-ms`); nil: calibrated from this mpv's own seeks (``calibration``).
+        /// Declared to the agent as the player's start latency, so group anchors leave it this
+        /// much room; an anchor closer than this is moved later (see ``MPVBridgePolicy``).
+        public var seekLeadNs: Int64?
+        /// How the start latency is learnt when it is not fixed.
+        public var calibration = StartLatencyCalibration.Configuration()
         /// A playing mpv that would be within this of a new playing timeline keeps playing.
         public var keepPlayingWithinNs: Int64 = 15 * Nanos.millisecond
         /// A playing mpv paused at the group's pause instant is not sought if it was on the

@@ -19,8 +19,16 @@ struct MPVBridgePolicyTests {
         .timeline(TimelineEvent(item: Self.file, state: state, positionNs: position, rate: rate, hostTimeNs: at, origin: origin(action, local: local)))
     }
 
+    /// A fixed seek lead of 120 ms: these tests' seeks complete whenever the test says, which
+    /// says nothing of what mpv needs (the calibration has tests of its own).
+    static var fixedLead: P.Configuration {
+        var c = P.Configuration()
+        c.seekLeadNs = 120 * ms
+        return c
+    }
+
     /// A policy with a file loaded, mpv paused at speed 1, the group paused at 0.
-    func loaded(_ configuration: P.Configuration = .init(), now: Int64 = 0) -> P {
+    func loaded(_ configuration: P.Configuration = fixedLead, now: Int64 = 0) -> P {
         var p = P(configuration: configuration)
         _ = p.handle(.pause(true), now: now)
         _ = p.handle(.speed(1), now: now)
