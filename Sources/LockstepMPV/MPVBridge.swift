@@ -31,6 +31,8 @@ public final class MPVBridge: Sendable {
         public var maxReadingRoundTripNs: Int64 = 1 * Nanos.millisecond
         /// How often the position is read while playing.
         public var reportIntervalNs: Int64 = 100 * Nanos.millisecond
+        /// How often while the group's pause is pending (``MPVBridgePolicy/wantsPositionsSoon``).
+        public var urgentReportIntervalNs: Int64 = 10 * Nanos.millisecond
         /// How many exact seeks measure a paused mpv's start latency before `hello` (when the
         /// start latency is not fixed: ``MPVBridgePolicy/Configuration/seekLeadNs``).
         public var calibrationSeeks = 8
@@ -78,6 +80,7 @@ public final class MPVBridge: Sendable {
     private struct Shared: Sendable {
         var deadline: Int64?
         var wantsPositions = false
+        var wantsPositionsSoon = false
     }
 
     /// A value shared between the session's tasks (and sessions).
@@ -139,7 +142,7 @@ public final class MPVBridge: Sendable {
                             "host.time_us": "\(now / 1000)", "policy.input": "\(input)", "policy.actions": "\(actions)",
                         ])
                     }
-                    shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions) }
+                    shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions, wantsPositionsSoon: policy.wantsPositionsSoon) }
                     if policy.seekLeadNs != lead {
                         lead = policy.seekLeadNs
                         kept.withLock { $0 = policy.calibration }
@@ -312,13 +315,19 @@ public final class MPVBridge: Sendable {
         }
     }
 
-    /// Reads `audio-pts` (or `time-pos` without audio) while the policy wants positions; the
-    /// reading's host time is the middle of its IPC round trip.
+    /// Reads `audio-pts` (or `time-pos` without audio) while the policy wants positions, every
+    /// ``Options/reportIntervalNs`` (every ``Options/urgentReportIntervalNs`` when it wants them
+    /// soon); the reading's host time is the middle of its IPC round trip.
     private static func readPositions(_ mpv: MPVConnection, _ shared: Locked<Shared>, options: Options, into sink: AsyncStream<Message>.Continuation) async {
         var property = "audio-pts"
+        var lastRead: Int64?
+        let step = min(options.urgentReportIntervalNs, options.reportIntervalNs)
         while !Task.isCancelled {
-            try? await Task.sleep(nanoseconds: UInt64(options.reportIntervalNs))
-            guard shared.withLock({ $0.wantsPositions }) else { continue }
+            try? await Task.sleep(nanoseconds: UInt64(max(step, Nanos.millisecond)))
+            let (wanted, soon) = shared.withLock { ($0.wantsPositions, $0.wantsPositionsSoon) }
+            let now = mpv.clock.now()
+            guard wanted, soon || lastRead.map({ now - $0 >= options.reportIntervalNs - step / 2 }) ?? true else { continue }
+            lastRead = now
             guard let reply = try? await mpv.send(["get_property", .string(property)]) else { continue }
             if !reply.succeeded {
                 // No audio track: fall back to the coarser time-pos.

@@ -87,6 +87,15 @@ public struct MPVBridgePolicy: Sendable {
         item != nil && paused == false
     }
 
+    /// True while a position reading is wanted as soon as possible: the group's pause is pending
+    /// and mpv plays towards it (after its user's own pause the bridge has just resumed it, and
+    /// with a short lead the next of the ten readings a second may come too late to pause where
+    /// the group pauses without a seek).
+    public var wantsPositionsSoon: Bool {
+        guard wantsPositions, case .holding = phase else { return false }
+        return true
+    }
+
     /// When ``handle(_:now:)`` must next be called with ``Input/tick`` (a host time), if ever.
     public var nextDeadline: Int64? {
         phase.deadline
