@@ -125,7 +125,7 @@ struct Mpv: AsyncParsableCommand {
         o.name = name
         o.outputLatencyNs = Int64(outputLatencyMs * 1e6)
         o.syncToleranceNs = Int64(syncToleranceMs * 1e6)
-        o.policy.seekLeadNs = startLatencyMs.map { Int64($0 * 1e6) }
+        o.policy.startLatencyNs = startLatencyMs.map { Int64($0 * 1e6) }
         o.policy.osd = !noOsd
         o.policy.itemIDs = itemIDs
         let bridge = MPVBridge(options: o, logger: Self.logger(verbose: verbose))

@@ -34,7 +34,7 @@ public final class MPVBridge: Sendable {
         /// How often while the group's pause is pending (``MPVBridgePolicy/wantsPositionsSoon``).
         public var urgentReportIntervalNs: Int64 = 10 * Nanos.millisecond
         /// How many exact seeks measure a paused mpv's start latency before `hello` (when the
-        /// start latency is not fixed: ``MPVBridgePolicy/Configuration/seekLeadNs``).
+        /// start latency is not fixed: ``MPVBridgePolicy/Configuration/startLatencyNs``).
         public var calibrationSeeks = 8
         public var policy = MPVBridgePolicy.Configuration()
 
@@ -98,12 +98,12 @@ public final class MPVBridge: Sendable {
         defer { Task { await mpv.close() } }
         let o = options, logger = self.logger, clock = self.clock, kept = self.calibration
         var calibrated = kept.withLock { $0 } ?? StartLatencyCalibration(configuration: o.policy.calibration)
-        if o.policy.seekLeadNs == nil, calibrated.samples.isEmpty {
+        if o.policy.startLatencyNs == nil, calibrated.samples.isEmpty {
             for sample in await Self.measureSeeks(mpv, count: o.calibrationSeeks, clock: clock) { calibrated.record(sample) }
             logger.info("start latency calibrated", metadata: Self.metadata(calibrated))
         }
         let initial = calibrated
-        let declared = o.policy.seekLeadNs ?? initial.startLatencyNs
+        let declared = o.policy.startLatencyNs ?? initial.startLatencyNs
         return try await LockstepClient.withConnection(socketPath: o.agentSocket) { agent in
             let hello = HelloRequest(
                 role: .player, name: o.name,
@@ -143,8 +143,8 @@ public final class MPVBridge: Sendable {
                         ])
                     }
                     shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions, wantsPositionsSoon: policy.wantsPositionsSoon) }
-                    if policy.seekLeadNs != lead {
-                        lead = policy.seekLeadNs
+                    if policy.startLatencyNs != lead {
+                        lead = policy.startLatencyNs
                         kept.withLock { $0 = policy.calibration }
                         logger.debug("start latency recalibrated", metadata: Self.metadata(policy.calibration))
                     }
@@ -298,11 +298,12 @@ public final class MPVBridge: Sendable {
     }
 
     /// Ticks at the policy's deadlines, exactly: sleeps until a millisecond before, then spins.
-    /// Between deadlines it ticks every 20 ms, so a deadline set meanwhile is seen in time
-    /// (the policy never sets one sooner than its seek lead). Sleeps are real time: `clock`
+    /// Between deadlines it ticks every 5 ms, so a deadline set meanwhile is seen in time
+    /// (the policy never sets one sooner than ``MPVBridgePolicy/Configuration/minimumLeadNs``,
+    /// 10 ms). Sleeps are real time: `clock`
     /// must run at the real pace (a manual clock is moved by its test).
     private static func keepTime(_ shared: Locked<Shared>, clock: any HostClock, into sink: AsyncStream<Message>.Continuation) async {
-        let idle = 20 * Nanos.millisecond, spin = Nanos.millisecond
+        let idle = 5 * Nanos.millisecond, spin = Nanos.millisecond
         while !Task.isCancelled {
             let now = clock.now()
             let deadline = shared.withLock { $0.deadline }

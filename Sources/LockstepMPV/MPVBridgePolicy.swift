@@ -22,7 +22,7 @@ import LockstepPlayerProtocol
 /// - `timeline` playing from P at host time H: pause, seek to P exactly, unpause at H. If mpv is
 ///   already playing at that rate and would be within ``Configuration/keepPlayingWithinNs`` of
 ///   P at H, it keeps playing (the agent's rate corrections close the rest) and nobody sees a
-///   hiccup. An instruction due sooner than ``seekLeadNs`` is moved that far
+///   hiccup. An instruction due sooner than ``Configuration/minimumLeadNs`` is moved that far
 ///   later, to the matching position (the player joins where the group is then).
 /// - `timeline` paused (or stopped) at P from H, and `wait`: keep playing until H, then pause and
 ///   seek to P exactly.
@@ -77,9 +77,10 @@ public struct MPVBridgePolicy: Sendable {
         self.calibration = calibration ?? StartLatencyCalibration(configuration: configuration.calibration)
     }
 
-    /// How far ahead starts must be: the fixed lead, else the calibrated one.
-    public var seekLeadNs: Int64 {
-        configuration.seekLeadNs ?? calibration.startLatencyNs
+    /// How far ahead this mpv needs its starts (declared to the agent): the fixed start latency,
+    /// else the calibrated one.
+    public var startLatencyNs: Int64 {
+        configuration.startLatencyNs ?? calibration.startLatencyNs
     }
 
     /// True while position readings are useful: mpv plays on the group's timeline.
@@ -297,7 +298,7 @@ public struct MPVBridgePolicy: Sendable {
     }
 
     /// Starts mpv at `position` at host time `at`: pauses it, seeks exactly, and unpauses at `at`
-    /// (see ``seekLeadNs``); or, `mayKeepPlaying`, leaves it playing if it is there.
+    /// (see ``Configuration/minimumLeadNs``); or, `mayKeepPlaying`, leaves it playing if it is there.
     private mutating func start(
         position: Int64, at: Int64, rate: Double, mayKeepPlaying: Bool, correctionUntil: Int64? = nil, now: Int64
     ) -> [Action] {
@@ -311,8 +312,8 @@ public struct MPVBridgePolicy: Sendable {
             return out
         }
         var startAt = at, from = position
-        if startAt < now + seekLeadNs {
-            startAt = now + seekLeadNs
+        if startAt < now + configuration.minimumLeadNs {
+            startAt = now + configuration.minimumLeadNs
             from = position.addingSaturating(Int64(saturating: (Double(startAt - at) * rate).rounded()))
         }
         if paused != true { out.append(.setPause(true)) }

@@ -19,9 +19,10 @@ public struct StartLatencyCalibration: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// Before the first measurement.
         public var initialNs: Int64 = 120 * Nanos.millisecond
-        /// Never less: the bridge's timer looks at a new deadline at least every 20 ms (it idles
-        /// that long between deadlines), and a busy 2-core machine delays a wake-up by a few ms
-        /// more; a start set sooner than its timer sees it would be late.
+        /// Never less: the probe before `hello` seeks a paused mpv on a quiet machine, and the
+        /// same seeks took 3–4× longer while three mpv decoded video on 2 cores (`tools/bench
+        /// mpv`: p95 38–50 ms at run time against 10–24 ms at the probe); an audio file's probe
+        /// (p95 3–20 ms) would otherwise declare too little for such moments.
         public var floorNs: Int64 = 30 * Nanos.millisecond
         /// Never more (the agent caps its lead at 2 s anyway).
         public var ceilingNs: Int64 = 2 * Nanos.second

@@ -19,16 +19,8 @@ struct MPVBridgePolicyTests {
         .timeline(TimelineEvent(item: Self.file, state: state, positionNs: position, rate: rate, hostTimeNs: at, origin: origin(action, local: local)))
     }
 
-    /// A fixed seek lead of 120 ms: these tests' seeks complete whenever the test says, which
-    /// says nothing of what mpv needs (the calibration has tests of its own).
-    static var fixedLead: P.Configuration {
-        var c = P.Configuration()
-        c.seekLeadNs = 120 * ms
-        return c
-    }
-
     /// A policy with a file loaded, mpv paused at speed 1, the group paused at 0.
-    func loaded(_ configuration: P.Configuration = fixedLead, now: Int64 = 0) -> P {
+    func loaded(_ configuration: P.Configuration = .init(), now: Int64 = 0) -> P {
         var p = P(configuration: configuration)
         _ = p.handle(.pause(true), now: now)
         _ = p.handle(.speed(1), now: now)
@@ -87,10 +79,10 @@ struct MPVBridgePolicyTests {
         #expect(p.nextDeadline == nil)
     }
 
-    @Test("an anchor closer than the seek lead moves that much later, to where the timeline is then")
+    @Test("an anchor closer than the minimum lead moves that much later, to where the timeline is then")
     func lateAnchorJoinsWhereTheGroupIs() {
         var c = P.Configuration()
-        c.seekLeadNs = 100 * Self.ms
+        c.minimumLeadNs = 100 * Self.ms
         var p = loaded(c)
         let actions = p.handle(timeline(.playing, position: 30 * Nanos.second, at: 50 * Self.ms, rate: 2), now: 40 * Self.ms)
         // Start at 140 ms instead of 50 ms: 90 ms later at rate 2 is 180 ms further.
