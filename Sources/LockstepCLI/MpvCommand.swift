@@ -50,7 +50,7 @@ struct Mpv: AsyncParsableCommand {
     @Option(help: "Corrections are not made for errors smaller than this, ms.")
     var syncToleranceMs = 1.0
 
-    @Option(help: "How far ahead the agent must anchor starts for this mpv (pause, exact seek, resume), ms (default: measured from this mpv's exact seeks, at least 30 ms).")
+    @Option(help: "How far ahead the agent must anchor starts for this mpv (pause, exact seek, resume), ms (default: measured from this mpv's exact seeks, at least 60 ms).")
     var startLatencyMs: Double?
 
     @Flag(help: "No messages on mpv's OSD.")

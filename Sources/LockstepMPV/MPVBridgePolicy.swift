@@ -89,12 +89,12 @@ public struct MPVBridgePolicy: Sendable {
     }
 
     /// True while a position reading is wanted as soon as possible: the group's pause is pending
-    /// and mpv plays towards it (after its user's own pause the bridge has just resumed it, and
-    /// with a short lead the next of the ten readings a second may come too late to pause where
-    /// the group pauses without a seek).
+    /// and mpv plays towards it with no reading since it last resumed (after its user's own
+    /// pause the bridge has just resumed it, and with a short lead the next of the ten readings a
+    /// second may come too late to pause where the group pauses without a seek).
     public var wantsPositionsSoon: Bool {
         guard wantsPositions, case .holding = phase else { return false }
-        return true
+        return (lastReading?.at ?? .min) <= lastPauseChange
     }
 
     /// When ``handle(_:now:)`` must next be called with ``Input/tick`` (a host time), if ever.

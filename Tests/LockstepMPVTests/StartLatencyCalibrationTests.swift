@@ -24,9 +24,9 @@ struct StartLatencyCalibrationTests {
         #expect(c.startLatencyNs == 70 * Self.ms)
     }
 
-    @Test("never below the 30 ms floor, never above the 2 s ceiling")
+    @Test("never below the 60 ms floor, never above the 2 s ceiling")
     func floorAndCeiling() {
-        #expect(calibration([1, 2, 3]).startLatencyNs == 30 * Self.ms)
+        #expect(calibration([1, 2, 3]).startLatencyNs == 60 * Self.ms)
         #expect(calibration([900, 950]).startLatencyNs == 1_435 * Self.ms)
         var big = C.Configuration()
         big.longestSampleNs = 10 * Nanos.second
@@ -39,7 +39,7 @@ struct StartLatencyCalibrationTests {
     func oneOutlierIgnored() {
         let c = calibration(Array(repeating: 10, count: 19) + [300])
         #expect(c.p95Ns == 10 * Self.ms)
-        #expect(c.startLatencyNs == 30 * Self.ms)
+        #expect(c.startLatencyNs == 60 * Self.ms)
     }
 
     @Test("only the last 32 seeks count: a file that seeks fast after a slow one lowers it again")
@@ -50,7 +50,7 @@ struct StartLatencyCalibrationTests {
         #expect(c.startLatencyNs == 130 * Self.ms)  // two 80 ms seeks left: p95 of 32 is the 31st
         c.record(10 * Self.ms)
         #expect(c.samples.count == 32)
-        #expect(c.startLatencyNs == 30 * Self.ms)
+        #expect(c.startLatencyNs == 60 * Self.ms)
     }
 
     @Test("a seek is timed from its issue to mpv's playback-restart; seeks merged by mpv count once, from the first")
