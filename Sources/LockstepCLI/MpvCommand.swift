@@ -50,8 +50,8 @@ struct Mpv: AsyncParsableCommand {
     @Option(help: "Corrections are not made for errors smaller than this, ms.")
     var syncToleranceMs = 1.0
 
-    @Option(help: "How far ahead the agent must anchor starts for this mpv (pause, exact seek, resume), ms.")
-    var startLatencyMs = 120.0
+    @Option(help: "How far ahead the agent must anchor starts for this mpv (pause, exact seek, resume), ms (default: measured from this mpv's exact seeks, at least 60 ms).")
+    var startLatencyMs: Double?
 
     @Flag(help: "No messages on mpv's OSD.")
     var noOsd = false
@@ -76,9 +76,9 @@ struct Mpv: AsyncParsableCommand {
 
     func validate() throws {
         if (media == nil) == (attach == nil) { throw ValidationError("give MEDIA to play, or --attach SOCKET of a running mpv (not both)") }
-        if outputLatencyMs < 0 || syncToleranceMs < 0 || startLatencyMs < 20 { throw ValidationError("latencies and tolerances cannot be negative, and the start latency is at least 20 ms") }
+        if outputLatencyMs < 0 || syncToleranceMs < 0 || (startLatencyMs ?? 20) < 20 { throw ValidationError("latencies and tolerances cannot be negative, and the start latency is at least 20 ms") }
         let most = Double(PlayerLimits.latencyNs.upperBound) / 1e6
-        if !(outputLatencyMs <= most && syncToleranceMs <= most && startLatencyMs <= most) {
+        if !(outputLatencyMs <= most && syncToleranceMs <= most && (startLatencyMs ?? 0) <= most) {
             throw ValidationError("latencies and tolerances are at most \(Int(most)) ms")
         }
     }
@@ -125,7 +125,7 @@ struct Mpv: AsyncParsableCommand {
         o.name = name
         o.outputLatencyNs = Int64(outputLatencyMs * 1e6)
         o.syncToleranceNs = Int64(syncToleranceMs * 1e6)
-        o.policy.seekLeadNs = Int64(startLatencyMs * 1e6)
+        o.policy.startLatencyNs = startLatencyMs.map { Int64($0 * 1e6) }
         o.policy.osd = !noOsd
         o.policy.itemIDs = itemIDs
         let bridge = MPVBridge(options: o, logger: Self.logger(verbose: verbose))

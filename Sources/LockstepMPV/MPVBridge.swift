@@ -31,6 +31,11 @@ public final class MPVBridge: Sendable {
         public var maxReadingRoundTripNs: Int64 = 1 * Nanos.millisecond
         /// How often the position is read while playing.
         public var reportIntervalNs: Int64 = 100 * Nanos.millisecond
+        /// How often while the group's pause is pending (``MPVBridgePolicy/wantsPositionsSoon``).
+        public var urgentReportIntervalNs: Int64 = 10 * Nanos.millisecond
+        /// How many exact seeks measure a paused mpv's start latency before `hello` (when the
+        /// start latency is not fixed: ``MPVBridgePolicy/Configuration/startLatencyNs``).
+        public var calibrationSeeks = 8
         public var policy = MPVBridgePolicy.Configuration()
 
         public init(agentSocket: String, mpvSocket: String) {
@@ -56,6 +61,9 @@ public final class MPVBridge: Sendable {
     /// Host time: the policy's `now`, the timer's deadlines and the readings' stamps.
     public let clock: any HostClock
     private let logger: Logger
+    /// What this mpv's seeks cost, kept from one session to the next (a reconnection to the
+    /// agent declares what the last session learnt).
+    private let calibration = Locked<StartLatencyCalibration?>(nil)
 
     public init(options: Options, logger: Logger, clock: any HostClock = MonotonicClock()) {
         self.options = options
@@ -72,11 +80,14 @@ public final class MPVBridge: Sendable {
     private struct Shared: Sendable {
         var deadline: Int64?
         var wantsPositions = false
+        var wantsPositionsSoon = false
     }
 
-    private final class SharedState: Sendable {
-        let value = Mutex(Shared())
-        func withLock<R: Sendable>(_ body: (inout Shared) -> R) -> R { value.withLock { body(&$0) } }
+    /// A value shared between the session's tasks (and sessions).
+    private final class Locked<Value: Sendable>: Sendable {
+        let value: Mutex<Value>
+        init(_ initial: Value) { value = Mutex(initial) }
+        func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
     }
 
     /// Connects to mpv and to the agent and bridges them until one of them goes away. Throws
@@ -85,17 +96,26 @@ public final class MPVBridge: Sendable {
     public func runSession() async throws -> End {
         let mpv = try await MPVConnection.connect(socketPath: options.mpvSocket, clock: clock)
         defer { Task { await mpv.close() } }
-        let o = options, logger = self.logger, clock = self.clock
+        let o = options, logger = self.logger, clock = self.clock, kept = self.calibration
+        var calibrated = kept.withLock { $0 } ?? StartLatencyCalibration(configuration: o.policy.calibration)
+        if o.policy.startLatencyNs == nil, calibrated.samples.isEmpty {
+            for sample in await Self.measureSeeks(mpv, count: o.calibrationSeeks, clock: clock) { calibrated.record(sample) }
+            logger.info("start latency calibrated", metadata: Self.metadata(calibrated))
+        }
+        let initial = calibrated
+        let declared = o.policy.startLatencyNs ?? initial.startLatencyNs
         return try await LockstepClient.withConnection(socketPath: o.agentSocket) { agent in
             let hello = HelloRequest(
                 role: .player, name: o.name,
                 capabilities: PlayerCapabilities(rate: true, exactSeek: true, startAtHostTime: true),
-                outputLatencyNs: o.outputLatencyNs, startLatencyNs: o.policy.seekLeadNs, syncToleranceNs: o.syncToleranceNs)
+                outputLatencyNs: o.outputLatencyNs, startLatencyNs: declared, syncToleranceNs: o.syncToleranceNs)
             let _: HelloResult = try await agent.request("hello", hello)
-            logger.info("connected", metadata: ["mpv.socket": "\(o.mpvSocket)", "agent.socket": "\(o.agentSocket)"])
+            logger.info("connected", metadata: [
+                "mpv.socket": "\(o.mpvSocket)", "agent.socket": "\(o.agentSocket)", "start_latency_ms": "\(Self.ms(declared))",
+            ])
 
             let (messages, sink) = AsyncStream<Message>.makeStream()
-            let shared = SharedState()
+            let shared = Locked(Shared())
             for property in ["pause", "speed", "paused-for-cache"] { try await mpv.observe(property) }
             await Self.keepTempoFilter(mpv, logger: logger)
             if (try? await mpv.get("idle-active").bool) != true, let loaded = await Self.loadedFile(mpv) {
@@ -107,8 +127,9 @@ public final class MPVBridge: Sendable {
                 tasks.addTask { await Self.readAgent(agent, into: sink, logger: logger) }
                 tasks.addTask { await Self.keepTime(shared, clock: clock, into: sink) }
                 tasks.addTask { await Self.readPositions(mpv, shared, options: o, into: sink) }
-                var policy = MPVBridgePolicy(configuration: o.policy)
+                var policy = MPVBridgePolicy(configuration: o.policy, calibration: initial)
                 var end = End.mpvClosed
+                var lead = declared
                 for await message in messages {
                     guard case .input(let input) = message else {
                         if case .ended(let why) = message { end = why }
@@ -121,13 +142,19 @@ public final class MPVBridge: Sendable {
                             "host.time_us": "\(now / 1000)", "policy.input": "\(input)", "policy.actions": "\(actions)",
                         ])
                     }
-                    shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions) }
+                    shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions, wantsPositionsSoon: policy.wantsPositionsSoon) }
+                    if policy.startLatencyNs != lead {
+                        lead = policy.startLatencyNs
+                        kept.withLock { $0 = policy.calibration }
+                        logger.debug("start latency recalibrated", metadata: Self.metadata(policy.calibration))
+                    }
                     for action in actions {
                         await Self.perform(action, mpv: mpv, agent: agent, osdMs: o.policy.osdDurationMs, logger: logger)
                     }
                 }
                 tasks.cancelAll()
                 sink.finish()
+                kept.withLock { $0 = policy.calibration }
                 return end
             }
         }
@@ -148,6 +175,42 @@ public final class MPVBridge: Sendable {
         } catch {
             logger.warning("could not add the scaletempo2 audio filter: speed corrections will be less precise", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Measures what an exact seek costs this mpv with its file: `count` paused exact seeks
+    /// spread over the file (not on keyframes: a frame a third of a second past each tenth), each
+    /// from the written command to mpv's `playback-restart`, then back to where it was. Only an
+    /// mpv that is paused with a seekable file loaded is measured (a playing one is the user's
+    /// to watch); waits up to 3 s for a file being loaded. Empty if nothing could be measured.
+    static func measureSeeks(_ mpv: MPVConnection, count: Int, clock: any HostClock) async -> [Int64] {
+        guard count > 0 else { return [] }
+        var duration: Double?
+        for _ in 0..<150 {
+            if (try? await mpv.get("idle-active").bool) == true { return [] }
+            if let d = (try? await mpv.get("duration").double).flatMap({ $0 }) { duration = d; break }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        guard let duration, duration > 2, (try? await mpv.get("pause").bool) == true,
+              (try? await mpv.get("seekable").bool) == true else { return [] }
+        let back = (try? await mpv.get("time-pos").double).flatMap { $0 } ?? 0
+        var samples: [Int64] = []
+        for i in 0...count {
+            let target = i == count ? back : (duration - 1) * Double(i + 1) / Double(count + 1) + 0.33
+            let sent = clock.now()
+            guard (try? await mpv.send(["seek", .double(target), "absolute+exact"]))?.succeeded == true,
+                  let restart = await mpv.nextEvent(timeout: 2, where: { $0.name == "playback-restart" }) else { break }
+            if i < count { samples.append(restart.receivedAt - sent) }
+        }
+        return samples
+    }
+
+    private static func ms(_ ns: Int64) -> String { String(format: "%.1f", Double(ns) / 1e6) }
+
+    private static func metadata(_ c: StartLatencyCalibration) -> Logger.Metadata {
+        [
+            "start_latency_ms": "\(ms(c.startLatencyNs))", "seeks.measured": "\(c.samples.count)",
+            "seeks.p95_ms": "\(c.p95Ns.map(ms) ?? "-")",
+        ]
     }
 
     // MARK: - Sources
@@ -235,11 +298,12 @@ public final class MPVBridge: Sendable {
     }
 
     /// Ticks at the policy's deadlines, exactly: sleeps until a millisecond before, then spins.
-    /// Between deadlines it ticks every 20 ms, so a deadline set meanwhile is seen in time
-    /// (the policy never sets one sooner than its seek lead). Sleeps are real time: `clock`
+    /// Between deadlines it ticks every 5 ms, so a deadline set meanwhile is seen in time
+    /// (the policy never sets one sooner than ``MPVBridgePolicy/Configuration/minimumLeadNs``,
+    /// 10 ms). Sleeps are real time: `clock`
     /// must run at the real pace (a manual clock is moved by its test).
-    private static func keepTime(_ shared: SharedState, clock: any HostClock, into sink: AsyncStream<Message>.Continuation) async {
-        let idle = 20 * Nanos.millisecond, spin = Nanos.millisecond
+    private static func keepTime(_ shared: Locked<Shared>, clock: any HostClock, into sink: AsyncStream<Message>.Continuation) async {
+        let idle = 5 * Nanos.millisecond, spin = Nanos.millisecond
         while !Task.isCancelled {
             let now = clock.now()
             let deadline = shared.withLock { $0.deadline }
@@ -252,13 +316,19 @@ public final class MPVBridge: Sendable {
         }
     }
 
-    /// Reads `audio-pts` (or `time-pos` without audio) while the policy wants positions; the
-    /// reading's host time is the middle of its IPC round trip.
-    private static func readPositions(_ mpv: MPVConnection, _ shared: SharedState, options: Options, into sink: AsyncStream<Message>.Continuation) async {
+    /// Reads `audio-pts` (or `time-pos` without audio) while the policy wants positions, every
+    /// ``Options/reportIntervalNs`` (every ``Options/urgentReportIntervalNs`` when it wants them
+    /// soon); the reading's host time is the middle of its IPC round trip.
+    private static func readPositions(_ mpv: MPVConnection, _ shared: Locked<Shared>, options: Options, into sink: AsyncStream<Message>.Continuation) async {
         var property = "audio-pts"
+        var lastRead: Int64?
+        let step = min(options.urgentReportIntervalNs, options.reportIntervalNs)
         while !Task.isCancelled {
-            try? await Task.sleep(nanoseconds: UInt64(options.reportIntervalNs))
-            guard shared.withLock({ $0.wantsPositions }) else { continue }
+            try? await Task.sleep(nanoseconds: UInt64(max(step, Nanos.millisecond)))
+            let (wanted, soon) = shared.withLock { ($0.wantsPositions, $0.wantsPositionsSoon) }
+            let now = mpv.clock.now()
+            guard wanted, soon || lastRead.map({ now - $0 >= options.reportIntervalNs - step / 2 }) ?? true else { continue }
+            lastRead = now
             guard let reply = try? await mpv.send(["get_property", .string(property)]) else { continue }
             if !reply.succeeded {
                 // No audio track: fall back to the coarser time-pos.

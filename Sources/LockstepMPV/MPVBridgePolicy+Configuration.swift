@@ -2,9 +2,21 @@ import LockstepCore
 
 extension MPVBridgePolicy {
     public struct Configuration: Sendable, Equatable {
-        /// How long mpv needs to pause and seek exactly before it can resume on time. Declared to
-        /// the agent as the player's start latency, so group anchors leave it this much room.
-        public var seekLeadNs: Int64 = 120 * Nanos.millisecond
+        /// How long mpv needs to pause and seek exactly before it can resume on time, if fixed
+        /// (`--start-latency-ms`); nil: calibrated from this mpv's own seeks (``calibration``).
+        /// Declared to the agent as the player's start latency, so group anchors leave it this
+        /// much room.
+        public var startLatencyNs: Int64?
+        /// A playing instruction due sooner than this is moved this far later, to the matching
+        /// position. Only then: every mpv seeks to the same position for a start, and an exact
+        /// seek of a video lands up to ±20 ms off its target depending on the target (common to
+        /// all when the target is; measured with mpv 0.35.1, the bench's 25 fps video), while an
+        /// unpause written before the seek completes starts at most ~7 ms behind (corrected by
+        /// the agent's rate nudges). So a start is moved only when the bridge could not even
+        /// write the seek and see its deadline in time.
+        public var minimumLeadNs: Int64 = 10 * Nanos.millisecond
+        /// How the start latency is learnt when it is not fixed.
+        public var calibration = StartLatencyCalibration.Configuration()
         /// A playing mpv that would be within this of a new playing timeline keeps playing.
         public var keepPlayingWithinNs: Int64 = 15 * Nanos.millisecond
         /// A playing mpv paused at the group's pause instant is not sought if it was on the

@@ -22,7 +22,7 @@ import LockstepPlayerProtocol
 /// - `timeline` playing from P at host time H: pause, seek to P exactly, unpause at H. If mpv is
 ///   already playing at that rate and would be within ``Configuration/keepPlayingWithinNs`` of
 ///   P at H, it keeps playing (the agent's rate corrections close the rest) and nobody sees a
-///   hiccup. An instruction due sooner than ``Configuration/seekLeadNs`` is moved that far
+///   hiccup. An instruction due sooner than ``Configuration/minimumLeadNs`` is moved that far
 ///   later, to the matching position (the player joins where the group is then).
 /// - `timeline` paused (or stopped) at P from H, and `wait`: keep playing until H, then pause and
 ///   seek to P exactly.
@@ -60,6 +60,8 @@ public struct MPVBridgePolicy: Sendable {
     /// Reports start again from here (after a start or seek lands, or a speed change has gone
     /// through mpv's audio buffer).
     private var reportFrom: Int64 = .min
+    /// What this mpv's exact seeks have cost: its start latency, unless fixed.
+    public private(set) var calibration: StartLatencyCalibration
 
     /// Speeds closer than this are the same: mpv reports `speed` with 6 decimals, and no user
     /// changes speed by less (the group's rates differ from 1 by the clocks' skew, a few ppm).
@@ -69,13 +71,30 @@ public struct MPVBridgePolicy: Sendable {
     /// ten times a second).
     static let readingWaitNs: Int64 = 25 * Nanos.millisecond
 
-    public init(configuration: Configuration = .init()) {
+    /// `calibration`: what an earlier session of the same mpv learnt, if any.
+    public init(configuration: Configuration = .init(), calibration: StartLatencyCalibration? = nil) {
         self.configuration = configuration
+        self.calibration = calibration ?? StartLatencyCalibration(configuration: configuration.calibration)
+    }
+
+    /// How far ahead this mpv needs its starts (declared to the agent): the fixed start latency,
+    /// else the calibrated one.
+    public var startLatencyNs: Int64 {
+        configuration.startLatencyNs ?? calibration.startLatencyNs
     }
 
     /// True while position readings are useful: mpv plays on the group's timeline.
     public var wantsPositions: Bool {
         item != nil && paused == false
+    }
+
+    /// True while a position reading is wanted as soon as possible: the group's pause is pending
+    /// and mpv plays towards it with no reading since it last resumed (after its user's own
+    /// pause the bridge has just resumed it, and with a short lead the next of the ten readings a
+    /// second may come too late to pause where the group pauses without a seek).
+    public var wantsPositionsSoon: Bool {
+        guard wantsPositions, case .holding = phase else { return false }
+        return (lastReading?.at ?? .min) <= lastPauseChange
     }
 
     /// When ``handle(_:now:)`` must next be called with ``Input/tick`` (a host time), if ever.
@@ -99,7 +118,7 @@ public struct MPVBridgePolicy: Sendable {
         case .seekStarted:
             seeks.started(now: now, loaded: item != nil)
             out = []
-        case .playbackRestarted(let position): out = playbackRestarted(at: position)
+        case .playbackRestarted(let position): out = playbackRestarted(at: position, now: now)
         case .position(let position, let at): out = positionRead(position, at: at, now: now)
         case .timeline(let t): out = timeline(t, now: now)
         case .wait(let w): out = wait(w, now: now)
@@ -160,8 +179,13 @@ public struct MPVBridgePolicy: Sendable {
         return [.unload]
     }
 
-    private mutating func playbackRestarted(at position: Int64?) -> [Action] {
-        guard seeks.restarted(), let position else { return [] }
+    private mutating func playbackRestarted(at position: Int64?, now: Int64) -> [Action] {
+        let own = seeks.ownRunning
+        guard seeks.restarted() else {
+            if own { calibration.seekCompleted(now: now) }
+            return []
+        }
+        guard let position else { return [] }
         return [.intent(IntentRequest(action: .seek, positionNs: max(0, position)))]
     }
 
@@ -274,7 +298,7 @@ public struct MPVBridgePolicy: Sendable {
     }
 
     /// Starts mpv at `position` at host time `at`: pauses it, seeks exactly, and unpauses at `at`
-    /// (see ``Configuration/seekLeadNs``); or, `mayKeepPlaying`, leaves it playing if it is there.
+    /// (see ``Configuration/minimumLeadNs``); or, `mayKeepPlaying`, leaves it playing if it is there.
     private mutating func start(
         position: Int64, at: Int64, rate: Double, mayKeepPlaying: Bool, correctionUntil: Int64? = nil, now: Int64
     ) -> [Action] {
@@ -288,8 +312,8 @@ public struct MPVBridgePolicy: Sendable {
             return out
         }
         var startAt = at, from = position
-        if startAt < now + configuration.seekLeadNs {
-            startAt = now + configuration.seekLeadNs
+        if startAt < now + configuration.minimumLeadNs {
+            startAt = now + configuration.minimumLeadNs
             from = position.addingSaturating(Int64(saturating: (Double(startAt - at) * rate).rounded()))
         }
         if paused != true { out.append(.setPause(true)) }
@@ -340,6 +364,7 @@ public struct MPVBridgePolicy: Sendable {
 
     private mutating func ownSeek(_ position: Int64, now: Int64) -> Action {
         seeks.issued(now: now, window: configuration.ownSeekWindowNs)
+        calibration.seekIssued(now: now)
         return .seek(positionNs: max(0, position))
     }
 

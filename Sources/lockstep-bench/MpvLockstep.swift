@@ -23,7 +23,7 @@ struct LockstepMpvSystem: MpvSyncSystem {
     var configuration: [String: String] {
         var c = [
             "lockstep.agent": "lockstepd on every host (the lab's group key, mDNS discovery), defaults",
-            "lockstep.bridge": "lockstep mpv --headless --mpv-no-config --ipc-socket SOCK MEDIA (defaults: start latency 120 ms, sync tolerance 1 ms)",
+            "lockstep.bridge": "lockstep mpv --headless --mpv-no-config --ipc-socket SOCK MEDIA (defaults: start latency calibrated from its mpv's own exact seeks, sync tolerance 1 ms)",
         ]
         if !reference.isEmpty {
             c["reference"] = "a reference player (lockstep-refplayer, start latency 20 ms, jitter ±100 µs) beside the player of h\(reference.map(String.init).joined(separator: ", h")), read from its log; h\(4)… in the tables"

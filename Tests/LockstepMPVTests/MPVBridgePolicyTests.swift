@@ -79,10 +79,10 @@ struct MPVBridgePolicyTests {
         #expect(p.nextDeadline == nil)
     }
 
-    @Test("an anchor closer than the seek lead moves that much later, to where the timeline is then")
+    @Test("an anchor closer than the minimum lead moves that much later, to where the timeline is then")
     func lateAnchorJoinsWhereTheGroupIs() {
         var c = P.Configuration()
-        c.seekLeadNs = 100 * Self.ms
+        c.minimumLeadNs = 100 * Self.ms
         var p = loaded(c)
         let actions = p.handle(timeline(.playing, position: 30 * Nanos.second, at: 50 * Self.ms, rate: 2), now: 40 * Self.ms)
         // Start at 140 ms instead of 50 ms: 90 ms later at rate 2 is 180 ms further.
@@ -277,6 +277,24 @@ struct MPVBridgePolicyTests {
         _ = q.handle(.pause(false), now: 3_060 * Self.ms)
         for t in stride(from: Int64(3_130), to: 3_230, by: 25) { #expect(q.handle(.tick, now: t * Self.ms) == []) }
         #expect(q.handle(.tick, now: 3_230 * Self.ms) == [.setPause(true), .seek(positionNs: 12_130 * Self.ms)])
+    }
+
+    @Test("readings are wanted soon only while a group pause is pending for an mpv with no reading since it resumed")
+    func wantsReadingsSoon() {
+        var p = playing()
+        _ = p.handle(.position(11 * Nanos.second, at: 2 * Nanos.second), now: 2 * Nanos.second)
+        #expect(!p.wantsPositionsSoon)
+        _ = p.handle(.pause(true), now: 3 * Nanos.second)  // the user pauses; the bridge resumes mpv
+        _ = p.handle(timeline(.paused, position: 12_050 * Self.ms, at: 3_050 * Self.ms, action: .pause, local: true), now: 3_002 * Self.ms)
+        _ = p.handle(.pause(false), now: 3_004 * Self.ms)
+        #expect(p.wantsPositionsSoon)
+        _ = p.handle(.position(12_008 * Self.ms, at: 3_014 * Self.ms), now: 3_014 * Self.ms)
+        #expect(!p.wantsPositionsSoon)
+        // Another mpv, playing on with a reading: the group's pause needs no haste.
+        var q = playing()
+        _ = q.handle(.position(11 * Nanos.second, at: 2 * Nanos.second), now: 2 * Nanos.second)
+        _ = q.handle(timeline(.paused, position: 12_050 * Self.ms, at: 3_050 * Self.ms, action: .pause), now: 3_002 * Self.ms)
+        #expect(!q.wantsPositionsSoon)
     }
 
     @Test("the group's pause arriving before mpv reports the bridge's undoing of the user's pause: that report is not a play")
