@@ -18,15 +18,15 @@ struct StartLatencyCalibrationTests {
     @Test("before any seek it is the initial 120 ms; after, the p95 times 1.5 plus 10 ms")
     func fromTheSeeks() {
         #expect(C().startLatencyNs == 120 * Self.ms)
-        // 8 seeks: nearest-rank p95 of 8 is the largest, 40 ms → 70 ms.
-        let c = calibration([5, 7, 6, 40, 8, 9, 6, 7])
-        #expect(c.p95Ns == 40 * Self.ms)
-        #expect(c.startLatencyNs == 70 * Self.ms)
+        // 8 seeks: nearest-rank p95 of 8 is the largest, 60 ms → 100 ms.
+        let c = calibration([5, 7, 6, 60, 8, 9, 6, 7])
+        #expect(c.p95Ns == 60 * Self.ms)
+        #expect(c.startLatencyNs == 100 * Self.ms)
     }
 
-    @Test("never below the 60 ms floor, never above the 2 s ceiling")
+    @Test("never below the 80 ms floor, never above the 2 s ceiling")
     func floorAndCeiling() {
-        #expect(calibration([1, 2, 3]).startLatencyNs == 60 * Self.ms)
+        #expect(calibration([1, 2, 3]).startLatencyNs == 80 * Self.ms)
         #expect(calibration([900, 950]).startLatencyNs == 1_435 * Self.ms)
         var big = C.Configuration()
         big.longestSampleNs = 10 * Nanos.second
@@ -39,7 +39,7 @@ struct StartLatencyCalibrationTests {
     func oneOutlierIgnored() {
         let c = calibration(Array(repeating: 10, count: 19) + [300])
         #expect(c.p95Ns == 10 * Self.ms)
-        #expect(c.startLatencyNs == 60 * Self.ms)
+        #expect(c.startLatencyNs == 80 * Self.ms)
     }
 
     @Test("only the last 32 seeks count: a file that seeks fast after a slow one lowers it again")
@@ -50,7 +50,7 @@ struct StartLatencyCalibrationTests {
         #expect(c.startLatencyNs == 130 * Self.ms)  // two 80 ms seeks left: p95 of 32 is the 31st
         c.record(10 * Self.ms)
         #expect(c.samples.count == 32)
-        #expect(c.startLatencyNs == 60 * Self.ms)
+        #expect(c.startLatencyNs == 80 * Self.ms)
     }
 
     @Test("a seek is timed from its issue to mpv's playback-restart; seeks merged by mpv count once, from the first")
@@ -96,12 +96,12 @@ struct MPVBridgePolicyCalibrationTests {
         _ = p.handle(.speed(1), now: 0)
         _ = p.handle(.fileLoaded(path: Self.file, durationNs: 600 * Nanos.second, title: nil), now: 0)
         #expect(p.startLatencyNs == 120 * Self.ms)
-        // The group is paused at 0: mpv is sought there; its seek takes 40 ms.
+        // The group is paused at 0: mpv is sought there; its seek takes 60 ms.
         #expect(p.handle(timeline(.paused, position: 0, at: 0), now: 0) == [.seek(positionNs: 0)])
         _ = p.handle(.seekStarted, now: 1 * Self.ms)
-        _ = p.handle(.playbackRestarted(positionNs: 0), now: 40 * Self.ms)
-        #expect(p.calibration.samples == [40 * Self.ms])
-        #expect(p.startLatencyNs == 70 * Self.ms)
+        _ = p.handle(.playbackRestarted(positionNs: 0), now: 60 * Self.ms)
+        #expect(p.calibration.samples == [60 * Self.ms])
+        #expect(p.startLatencyNs == 100 * Self.ms)
         // 50 ms of notice: less than it declares, but the same target as every other mpv (an
         // exact seek's landing depends on its target) beats a later start elsewhere.
         #expect(p.handle(timeline(.playing, position: 10 * Nanos.second, at: 1_050 * Self.ms), now: 1_000 * Self.ms) == [.seek(positionNs: 10 * Nanos.second)])
