@@ -303,20 +303,35 @@ export function describeOrigin(o) {
  * agent's /media/ folder by file name, or the item itself if it is an http(s) URL).
  */
 export class MediaElementPlayer extends EventTarget {
-  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 300, deadbandMs = 1.5, correctionSeconds = 0.5, maxNudge = 0.05 } = {}) {
+  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 300, deadbandMs = 0.5, correctionSeconds = 0.5, maxNudge = 0.05 } = {}) {
     super();
     this.c = coordinator;
     this.el = element;
     this.resolveItem = resolveItem;
     this.tuning = { seekThresholdMs, deadbandMs, correctionSeconds, maxNudge };
     this.errorMs = null;      // last measured error, ms (media − timeline)
-    this.seekLatencyMs = 120; // learnt from each seek
+    this.seekLatencyMs = 120; // from setting currentTime while playing to a moving position: measured once, then learnt
+    this.playLatencyMs = 0;   // from play() to a moving position: measured once, then learnt from each start
     this.ready = false;
     this.startTimer = null;
     coordinator.addEventListener("timeline", (e) => this.#follow(e.detail));
     coordinator.addEventListener("item_proposed", (e) => { if (e.detail.item) this.#loadGroupItem(); });
-    element.addEventListener("waiting", () => { if (this.ready) { this.ready = false; this.c.setReady(false).catch(() => {}); } });
-    element.addEventListener("canplay", () => { if (!this.ready && this.c.item) { this.ready = true; this.c.setReady(true).catch(() => {}); } });
+    // A stall (not one of our own seeks) is reported as buffering: the agent suspends this player
+    // for stall recovery and gives it the group's timeline again when it says ready.
+    element.addEventListener("waiting", () => {
+      if (this.ready && !element.seeking && !this.calibrating) { this.ready = false; this.c.setReady(false).catch(() => {}); }
+    });
+    element.addEventListener("canplay", async () => {
+      if (this.ready || !this.c.item || this.calibrating) return;
+      if (!this.calibrated) {
+        this.calibrating = true;
+        await this.#calibrate().catch(() => {});
+        this.calibrating = false;
+        this.calibrated = true;
+        if (this.pendingTimeline) { const tl = this.pendingTimeline; this.pendingTimeline = null; this.#follow(tl); }
+      }
+      if (!this.ready && this.c.item && !this.el.seeking) { this.ready = true; this.c.setReady(true).catch(() => {}); }
+    });
   }
 
   /** Loads the group's item (if any) and starts the control loop. */
@@ -342,6 +357,7 @@ export class MediaElementPlayer extends EventTarget {
   }
 
   #follow(tl) {
+    if (this.calibrating) { this.pendingTimeline = tl; return; }
     clearTimeout(this.startTimer);
     this.recent = [];
     this.dispatchEvent(new CustomEvent("change", { detail: { text: describeOrigin(tl.origin), timeline: tl } }));
@@ -354,17 +370,21 @@ export class MediaElementPlayer extends EventTarget {
     }
     const now = this.c.clock.hostNow();
     const leadMs = (tl.host_time_ns - now) / 1e6;
-    if (leadMs > this.seekLatencyMs * 0.2) {
-      // Ahead of the start: stand at the start position, play at the instant.
+    const L = this.playLatencyMs;
+    if (leadMs > L + 20) {
+      // Ahead of the start: stand L before the start position and press play L before the
+      // instant, L being how long this browser takes from play() to a moving position.
       el.pause();
-      if (Math.abs(el.currentTime * 1e9 - tl.position_ns) > 1e6) el.currentTime = tl.position_ns / 1e9;
-      const due = this.c.clock.perfFromHost(tl.host_time_ns);
+      const from = Math.max(0, tl.position_ns - L * 1e6 * tl.rate);
+      if (Math.abs(el.currentTime * 1e9 - from) > 1e6) el.currentTime = from / 1e9;
+      const due = this.c.clock.perfFromHost(tl.host_time_ns) - L;
       const fire = () => {
         const left = due - performance.now();
         if (left > 4) { this.startTimer = setTimeout(fire, Math.max(0, left - 4)); return; }
         while (performance.now() < due) { /* the last few ms, precisely */ }
         el.playbackRate = tl.rate;
         el.play().catch(() => {});
+        this.learnStart = tl;
       };
       fire();
     } else {
@@ -375,21 +395,43 @@ export class MediaElementPlayer extends EventTarget {
     }
   }
 
+  /** Plays for a moment (muted) to measure how long play() and a seek while playing take to
+   *  move the position: where the page stands before a start, and how far ahead it seeks. */
+  async #calibrate() {
+    const el = this.el, muted = el.muted, at = el.currentTime;
+    el.muted = true;
+    const moving = async (from, asked) => {
+      let t = asked, p = from;
+      while (performance.now() - asked < 1500) {
+        await new Promise((r) => setTimeout(r, 5));
+        t = performance.now(); p = el.currentTime;
+        if (p - from > 0.1 && p - from < 1) break;
+      }
+      return p > from ? Math.max(0, Math.min(500, (t - asked) - (p - from) * 1000)) : null;
+    };
+    const asked = performance.now();
+    await el.play();
+    this.playLatencyMs = (await moving(at, asked)) ?? this.playLatencyMs;
+    const seekAsked = performance.now();
+    el.currentTime = at + 2;
+    this.seekLatencyMs = Math.max(20, (await moving(at + 2, seekAsked)) ?? this.seekLatencyMs);
+    el.pause();
+    el.muted = muted;
+    el.currentTime = at;
+    await new Promise((r) => el.addEventListener("seeked", r, { once: true }));
+  }
+
   #seekAhead(tl) {
     const target = this.c.expectedPosition(this.c.clock.hostNow() + this.seekLatencyMs * 1e6);
-    const asked = performance.now();
     this.el.currentTime = target / 1e9;
-    this.el.addEventListener("seeked", () => {
-      const took = performance.now() - asked;
-      this.seekLatencyMs = Math.min(1000, Math.max(20, 0.7 * this.seekLatencyMs + 0.3 * took));
-    }, { once: true });
     this.lastSeek = performance.now();
+    this.learnSeek = tl;
     this.recent = [];
   }
 
   #control() {
     const tl = this.c.timeline, el = this.el;
-    if (!tl || !this.c.clock.synced || el.seeking || el.readyState < 3) return;
+    if (!tl || this.calibrating || !this.c.clock.synced || el.seeking || el.readyState < 3) return;
     const { positionNs, hostNs } = this.sample();
     if (tl.state !== "playing" || hostNs < tl.host_time_ns) { this.errorMs = null; return; }
     const expected = this.c.expectedPosition(hostNs);
@@ -399,6 +441,16 @@ export class MediaElementPlayer extends EventTarget {
     this.recent = (this.recent ?? []).concat([raw]).slice(-10);
     const err = Math.max(...this.recent);
     this.errorMs = err;
+    if (this.learnSeek === tl && this.recent.length >= 3) {
+      // The first error after a seek says how far off the seek's latency was.
+      this.seekLatencyMs = Math.max(20, Math.min(1000, this.seekLatencyMs - err));
+      this.learnSeek = null;
+    }
+    if (this.learnStart === tl && hostNs - tl.host_time_ns > 150e6 && this.recent.length >= 3) {
+      // The start's error says how far off the play() latency was.
+      this.playLatencyMs = Math.max(0, Math.min(500, this.playLatencyMs - err));
+      this.learnStart = null;
+    }
     if (!el.paused) this.c.reportPosition(positionNs, hostNs);
     if (el.paused) { el.playbackRate = tl.rate; el.play().catch(() => {}); return; }
     const t = this.tuning;

@@ -63,7 +63,9 @@ public struct WebServer: Service {
             logger.notice("web: WebSocket refused", metadata: [
                 "web.reason": "\(why.rawValue)", "web.origin": "\(access.origin?.prefix(80) ?? "none")", "web.refusals": "\(n)",
             ])
-            return .dontUpgrade  // the router answers 403
+            // hummingbird-websocket answers a refused upgrade with 400 Bad Request (fixed in the
+            // library); the counter and the log line say why.
+            return .dontUpgrade
         }
         let socketPath = configuration.socketPath, counters = self.counters, logger = self.logger
         return .upgrade([:]) { inbound, outbound, _ in
@@ -85,7 +87,7 @@ public struct WebServer: Service {
                 Response(status: .ok, headers: [.contentType: asset.contentType, .cacheControl: "no-cache"], body: .init(byteBuffer: ByteBuffer(string: asset.text)))
             }
         }
-        // An upgrade that WebAccess refused lands here (and any plain GET of /ws).
+        // A plain GET of /ws (not an upgrade).
         router.get("/ws") { _, _ in Response(status: .forbidden, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "refused\n"))) }
         router.post("/pair") { request, context in try await pair(request, context) }
         router.get("/counters") { request, context in
