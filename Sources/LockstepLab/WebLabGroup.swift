@@ -92,6 +92,8 @@ public final class WebLabGroup: @unchecked Sendable {
         public var errorMs: Double?
         public var boundNs: Double?
         public var changes: [String]?
+        /// The last timeline the page got, as JSON text (for failure messages).
+        public var timeline: String?
     }
 
     public func state() async throws -> PageState {
@@ -108,7 +110,8 @@ public final class WebLabGroup: @unchecked Sendable {
               }
               return JSON.stringify({connected: true, pairing: false, synced: p.clock.synced, paused: el.paused, item: p.coordinator.item,
                 reads, errorMs: p.player.errorMs, boundNs: p.clock.errorBoundNs,
-                changes: [...document.querySelectorAll('#changes li')].map(li => li.textContent)});
+                changes: [...document.querySelectorAll('#changes li')].map(li => li.textContent),
+                timeline: JSON.stringify(p.coordinator.timeline) + ' ready=' + p.player.ready});
             })()
             """, session: page)
     }

@@ -4,6 +4,197 @@
 /// The web assets' text, by file name (see ``WebAssets``).
 enum EmbeddedAssets {
     static let files: [(name: String, text: String)] = [
+        ("dashboard.html", #"""
+<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Lockstep dashboard</title>
+<link rel="stylesheet" href="/style.css">
+</head>
+<body>
+<header><h1>Lockstep</h1><nav><a href="/">Player</a> · <a href="/dashboard">Dashboard</a></nav><span id="agent" class="muted"></span></header>
+<main>
+  <p id="status">Connecting…</p>
+  <div class="grid">
+    <section class="card">
+      <h2>Group</h2>
+      <dl class="facts" id="group"></dl>
+      <div class="controls">
+        <button data-action="play">Play</button> <button data-action="pause">Pause</button>
+        <input id="seek-to" size="6" placeholder="s"> <button data-action="seek">Seek</button>
+        <input id="rate" size="4" placeholder="1.0"> <button data-action="rate">Rate</button>
+        <input id="load-item" size="18" placeholder="item (URL or name)"> <button data-action="load">Load</button>
+      </div>
+      <p id="command-result" class="muted"></p>
+    </section>
+    <section class="card">
+      <h2>Peers</h2>
+      <table><thead><tr><th>Name</th><th>State</th><th>Address</th><th>Heard</th></tr></thead><tbody id="peers"></tbody></table>
+    </section>
+    <section class="card">
+      <h2>Clock offsets <span class="muted">(ms, with error bounds; last 5 min)</span></h2>
+      <svg id="clock-plot" class="plot"></svg>
+      <table><thead><tr><th>Peer</th><th>Offset</th><th>Bound</th><th>Delay</th><th>Skew</th></tr></thead><tbody id="clocks"></tbody></table>
+    </section>
+    <section class="card">
+      <h2>Players <span class="muted">(sync error, ms)</span></h2>
+      <svg id="sync-plot" class="plot"></svg>
+      <table><thead><tr><th>Peer</th><th>Player</th><th>Readiness</th><th>Sync error</th></tr></thead><tbody id="players"></tbody></table>
+    </section>
+    <section class="card">
+      <h2>Commands <span class="muted">(newest first, with origins)</span></h2>
+      <ol id="history" reversed></ol>
+    </section>
+  </div>
+</main>
+<script type="module" src="/dashboard.js"></script>
+</body>
+</html>
+
+"""#),
+        ("dashboard.js", #"""
+// The dashboard: the agent's view of the group, live. Subscribes to state, peer and player
+// changes over the WebSocket; the clock and the players' sync errors have no subscription in the
+// player protocol, so they are requested once a second on the same socket.
+import { LockstepConnection, describeOrigin } from "/lockstep.js";
+
+const $ = (id) => document.getElementById(id);
+const WINDOW_MS = 5 * 60 * 1000;
+const COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324"];
+const clockSeries = new Map();  // peer name → [[t, offset ms, bound ms]]
+const syncSeries = new Map();   // player label → [[t, error ms]]
+let lastState = null;
+
+function text(tag, s) { const e = document.createElement(tag); e.textContent = s; return e; }
+function row(cells) { const tr = document.createElement("tr"); for (const c of cells) tr.append(text("td", c)); return tr; }
+function ms(ns, digits = 3) { return ns === undefined || ns === null ? "–" : (ns / 1e6).toFixed(digits) + " ms"; }
+function push(map, key, point) {
+  const s = map.get(key) ?? [];
+  s.push(point);
+  const since = performance.now() - WINDOW_MS;
+  while (s.length && s[0][0] < since) s.shift();
+  map.set(key, s);
+}
+
+/** A line per series, with a band for its bounds if points carry them ([t, y, bound]). Plain SVG. */
+function plot(svg, series, unit) {
+  const W = svg.clientWidth || 400, H = svg.clientHeight || 180, L = 48, B = 16;
+  // The last five minutes, or since the first point if the dashboard opened later.
+  const now = performance.now();
+  let first = now;
+  for (const pts of series.values()) if (pts.length) first = Math.min(first, pts[0][0]);
+  const span = Math.max(10000, Math.min(WINDOW_MS, now - first)), t0 = now - span;
+  let lo = Infinity, hi = -Infinity;
+  for (const pts of series.values()) for (const p of pts) { lo = Math.min(lo, p[1] - (p[2] ?? 0)); hi = Math.max(hi, p[1] + (p[2] ?? 0)); }
+  if (!isFinite(lo)) { lo = -1; hi = 1; }
+  if (hi - lo < 0.01) { hi += 0.005; lo -= 0.005; }
+  const pad = (hi - lo) * 0.1; lo -= pad; hi += pad;
+  const x = (t) => L + (W - L - 4) * (t - t0) / span;
+  const y = (v) => 4 + (H - B - 8) * (hi - v) / (hi - lo);
+  const parts = [`<line x1="${L}" y1="${y(0)}" x2="${W}" y2="${y(0)}" stroke="#8888"/>`,
+    `<text x="2" y="${y(hi) + 10}">${hi.toFixed(3)}</text>`, `<text x="2" y="${y(lo)}">${lo.toFixed(3)}</text>`,
+    `<text x="${L}" y="${H - 2}">−${Math.round(span / 1000)} s</text>`, `<text x="${W - 30}" y="${H - 2}">now</text>`];
+  let i = 0;
+  for (const [name, pts] of series) {
+    const color = COLORS[i++ % COLORS.length];
+    if (pts.length && pts[0].length > 2) {
+      const upper = pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1] + p[2]).toFixed(1)}`);
+      const lower = pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1] - p[2]).toFixed(1)}`).reverse();
+      parts.push(`<polygon points="${upper.concat(lower).join(" ")}" fill="${color}" fill-opacity="0.15" stroke="none"/>`);
+    }
+    parts.push(`<polyline points="${pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ")}" fill="none" stroke="${color}" stroke-width="2"/>`);
+    parts.push(`<text x="${L + 6}" y="${14 + 12 * (i - 1)}" fill="${color}" style="fill:${color}">${escape(name)}</text>`);
+  }
+  svg.innerHTML = parts.join("");
+  svg.setAttribute("aria-label", unit);
+}
+function escape(s) { return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
+
+function showState(state) {
+  lastState = state;
+  const g = $("group");
+  g.replaceChildren();
+  const item = state.item;
+  const facts = item ? [["Item", item.title ?? item.id], ["State", item.state], ["Position", item.position_now_ns !== undefined ? (item.position_now_ns / 1e9).toFixed(2) + " s" : "–"],
+    ["Rate", Number(item.rate).toFixed(3)], ["Last change", describeOrigin(item.origin)]] : [["Item", "nothing playing"]];
+  facts.push(["Lead", ms(state.lead_ns, 1)]);
+  for (const [k, v] of facts) { g.append(text("dt", k), text("dd", v)); }
+}
+
+function addHistory(entry) {
+  const li = text("li", entry);
+  $("history").prepend(li);
+  while ($("history").children.length > 30) $("history").lastChild.remove();
+}
+
+function showPeers(peers) {
+  $("peers").replaceChildren(...peers.map((p) => row([p.name, p.state, p.preferred ?? (p.addresses ?? [])[0] ?? "–", p.last_heard_ago_ns !== undefined ? ms(p.last_heard_ago_ns, 0) + " ago" : "–"])));
+}
+
+async function refreshClock(connection) {
+  const c = await connection.request("clock");
+  const now = performance.now();
+  $("clocks").replaceChildren(...(c.peers ?? []).map((p) => row([p.name ?? p.peer_id?.slice(0, 8), ms(p.offset_ns), ms(p.error_bound_ns), ms(p.delay_ns), p.skew_ppm !== undefined ? Number(p.skew_ppm).toFixed(2) + " ppm" : "–"])));
+  for (const p of c.peers ?? []) if (p.offset_ns !== undefined) push(clockSeries, p.name ?? p.peer_id, [now, p.offset_ns / 1e6, (p.error_bound_ns ?? 0) / 1e6]);
+  plot($("clock-plot"), clockSeries, "clock offset, ms");
+}
+
+async function refreshPlayers(connection) {
+  const r = await connection.request("players");
+  const now = performance.now();
+  const players = r.players ?? [];
+  $("players").replaceChildren(...players.map((p) => row([p.participant?.peer_name ?? "", p.participant?.name ?? "", p.participant?.readiness ?? "", p.sync_error_ns !== undefined ? ms(p.sync_error_ns, 2) : "–"])));
+  for (const p of players) if (p.sync_error_ns !== undefined && p.sync_error_ns !== null) push(syncSeries, `${p.participant?.peer_name}/${p.participant?.name}`, [now, p.sync_error_ns / 1e6]);
+  plot($("sync-plot"), syncSeries, "sync error, ms");
+}
+
+async function main() {
+  let connection;
+  try { connection = await LockstepConnection.open(); }
+  catch { $("status").innerHTML = 'Not paired: open <a href="/">the player</a> to pair this browser.'; return; }
+  const status = await connection.request("status");
+  $("agent").textContent = `${status.name} · ${status.peers_reachable ?? 0} peers reachable · group ${status.group?.name ?? ""}`;
+  window.lockstepDashboard = { connection, updates: 0, lastUpdate: null };
+  const state = await connection.request("subscribe", { topics: ["state", "peers", "players"] });
+  showState(state);
+  for (const item of state.items ?? []) if (item.origin) addHistory(`${item.id}: ${describeOrigin(item.origin)} → ${item.state}`);
+  const peers = await connection.request("peers");
+  showPeers(peers.peers ?? []);
+  const updated = (kind) => { const d = window.lockstepDashboard; d.updates++; d.lastUpdate = { kind, at: performance.now() }; };
+  connection.addEventListener("state_changed", async (e) => {
+    const m = e.detail;
+    const crossed = m.concurrent ? ` (crossed ${m.concurrent.commands?.length ?? 0} commands)` : "";
+    addHistory(`${new Date().toLocaleTimeString()} ${describeOrigin(m.origin)}${m.change ? " · " + m.change : ""}${crossed}`);
+    showState(await connection.request("state"));
+    updated("state");
+  });
+  connection.addEventListener("peer_changed", async () => { showPeers((await connection.request("peers")).peers ?? []); updated("peer"); });
+  connection.addEventListener("players_changed", () => { refreshPlayers(connection); updated("players"); });
+  connection.addEventListener("close", () => { $("status").textContent = "Disconnected from the agent."; });
+  for (const b of document.querySelectorAll("button[data-action]")) {
+    b.onclick = async () => {
+      const action = b.dataset.action, p = { action };
+      if (action === "seek") p.position_ns = Math.round(Number($("seek-to").value) * 1e9);
+      if (action === "rate") p.rate = Number($("rate").value);
+      if (action === "load") p.item = $("load-item").value;
+      try { await connection.request("command", p); $("command-result").textContent = `${action}: done`; }
+      catch (err) { $("command-result").textContent = err.message; }
+    };
+  }
+  $("status").textContent = "Live.";
+  const tick = async () => {
+    await Promise.all([refreshClock(connection), refreshPlayers(connection)]).catch(() => {});
+    if (lastState?.item) showState(await connection.request("state"));
+  };
+  await tick();
+  setInterval(tick, 1000);
+}
+
+main().catch((e) => { $("status").textContent = "Error: " + e.message; });
+
+"""#),
         ("index.html", #"""
 <!doctype html>
 <html lang="en">
@@ -303,10 +494,12 @@ export function describeOrigin(o) {
  * agent's /media/ folder by file name, or the item itself if it is an http(s) URL).
  */
 export class MediaElementPlayer extends EventTarget {
-  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 300, deadbandMs = 0.5, correctionSeconds = 0.5, maxNudge = 0.05 } = {}) {
+  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 30, deadbandMs = 0.5, correctionSeconds = 0.5, maxNudge = 0.02 } = {}) {
     super();
     this.c = coordinator;
     this.el = element;
+    // Resampling instead of time-stretching for the rate nudges (see #control).
+    element.preservesPitch = false;
     this.resolveItem = resolveItem;
     this.tuning = { seekThresholdMs, deadbandMs, correctionSeconds, maxNudge };
     this.errorMs = null;      // last measured error, ms (media − timeline)
@@ -388,8 +581,10 @@ export class MediaElementPlayer extends EventTarget {
       };
       fire();
     } else {
-      // Joining a running timeline: jump to where it will be once the seek is done.
       el.playbackRate = tl.rate;
+      const offMs = (el.currentTime * 1e9 - this.c.expectedPosition(now)) / 1e6;
+      if (!el.paused && !el.seeking && Math.abs(offMs) < this.tuning.seekThresholdMs) return;  // already on it: the loop trims the rest
+      // Joining a running timeline: jump to where it will be once the seek is done.
       this.#seekAhead(tl);
       el.play().catch(() => {});
     }
@@ -409,9 +604,13 @@ export class MediaElementPlayer extends EventTarget {
       }
       return p > from ? Math.max(0, Math.min(500, (t - asked) - (p - from) * 1000)) : null;
     };
-    const asked = performance.now();
-    await el.play();
-    this.playLatencyMs = (await moving(at, asked)) ?? this.playLatencyMs;
+    // Twice: the first play() of a page also opens the audio output, which later starts do not.
+    for (let i = 0; i < 2; i++) {
+      if (i > 0) { el.pause(); el.currentTime = at; await new Promise((r) => el.addEventListener("seeked", r, { once: true })); }
+      const asked = performance.now();
+      await el.play();
+      this.playLatencyMs = (await moving(at, asked)) ?? this.playLatencyMs;
+    }
     const seekAsked = performance.now();
     el.currentTime = at + 2;
     this.seekLatencyMs = Math.max(20, (await moving(at + 2, seekAsked)) ?? this.seekLatencyMs);
@@ -431,7 +630,9 @@ export class MediaElementPlayer extends EventTarget {
 
   #control() {
     const tl = this.c.timeline, el = this.el;
-    if (!tl || this.calibrating || !this.c.clock.synced || el.seeking || el.readyState < 3) return;
+    if (!tl || this.calibrating || !this.c.clock.synced || el.seeking || el.readyState < 2) return;
+    // Right after a seek the position stands still until the media restarts: nothing to measure yet.
+    if (performance.now() - (this.lastSeek ?? -Infinity) < this.seekLatencyMs + 250) return;
     const { positionNs, hostNs } = this.sample();
     if (tl.state !== "playing" || hostNs < tl.host_time_ns) { this.errorMs = null; return; }
     const expected = this.c.expectedPosition(hostNs);
@@ -458,7 +659,11 @@ export class MediaElementPlayer extends EventTarget {
       if (performance.now() - (this.lastSeek ?? 0) > 1000) this.#seekAhead(tl);
       return;
     }
-    const nudge = Math.abs(err) < t.deadbandMs ? 0 : Math.max(-t.maxNudge, Math.min(t.maxNudge, err / 1000 / t.correctionSeconds));
+    // Small nudges (≤ 2 %, a third of a semitone), farther than seekThresholdMs a seek. With
+    // time-stretching (preservesPitch) Chromium loses about 20 ms at every rate change: resample instead.
+    // At least 0.2 %: Chromium seems to ignore smaller rate changes.
+    const want = Math.max(0.002, Math.min(t.maxNudge, Math.abs(err) / 1000 / t.correctionSeconds));
+    const nudge = Math.abs(err) < t.deadbandMs ? 0 : Math.sign(err) * want;
     const rate = tl.rate * (1 - nudge);
     if (rate !== el.playbackRate) el.playbackRate = rate;
   }

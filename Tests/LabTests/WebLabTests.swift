@@ -13,7 +13,7 @@ struct WebLabTests {
     /// The steady spread the issue asks for, ms (p95).
     static let steadyP95Ms = 10.0
 
-    @Test("a paired headless Chromium follows play, seek and pause from its agent and another; unpaired and foreign requests are refused")
+    @Test("a paired headless Chromium follows play, seek and pause from its agent, another agent and its dashboard; unpaired and foreign requests are refused")
     func browserFollowsTheGroup() async throws {
         let g = try await WebLabGroup(name: "web")
         defer { g.destroy() }
@@ -61,11 +61,17 @@ struct WebLabTests {
         }
         /// Seconds until the browser is within `steadyP95Ms` of the timeline (nil: not within `timeout`).
         func backInStep(timeout: Double = 2.5) async throws -> Double? {
-            try await waitUntil(timeout: timeout, interval: 0.05) {
+            var last: Double?
+            var seen = ""
+            let took = try await waitUntil(timeout: timeout, interval: 0.05) {
                 let s = try await g.state()
                 guard let tl = try await g.timeline(), let e = g.error(s, timeline: tl) else { return false }
+                last = e
+                seen = "agent: \(tl.state) \(tl.positionNs) at \(tl.hostTimeNs ?? 0) rate \(tl.rate); page: \(s.timeline ?? "")"
                 return abs(e) <= Self.steadyP95Ms && s.paused == false
             }
+            if took == nil { print("web lab: not in step after \(timeout) s, last error \(last ?? .nan) ms; \(seen)") }
+            return took
         }
 
         // Play from lockstep on h1 (the browser's own agent).
@@ -87,9 +93,33 @@ struct WebLabTests {
         let position = try #require(try await g.state().reads?.first?.first)
         #expect(position > 200e9 && position < 210e9, "the media element is where h2 sent the group: \(position / 1e9) s")
 
-        // Pause from h1: the element stops where the timeline says.
-        let paused: GroupStateView = try await g.lab.request(1, "command", CommandRequest(action: .pause))
-        let stop = try #require(paused.item?.positionNs)
+        // The dashboard, in another tab of the same browser: live, and its pause button pauses the group.
+        let dashboard = try await g.browser.open("\(g.origin)/dashboard")
+        struct Live: Decodable { let live: Bool; let history: Int; let peers: Int; let clocks: Int }
+        let liveExpression = """
+            JSON.stringify({live: document.getElementById('status').textContent === 'Live.', history: document.querySelectorAll('#history li').length,
+              peers: document.querySelectorAll('#peers tr').length, clocks: document.querySelectorAll('#clock-plot polyline').length})
+            """
+        let live = await waitUntil(timeout: 10, interval: 0.2) {
+            guard let l = try? await g.browser.evaluate(liveExpression, session: dashboard, as: Live.self) else { return false }
+            return l.live && l.history > 0 && l.peers > 0 && l.clocks > 0
+        }
+        #expect(live != nil, "the dashboard shows the group, its peers and a clock plot")
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        try await g.browser.screenshot(session: dashboard, to: Lab.repositoryRoot + "/docs/web-dashboard.png", height: 1250)
+        struct Clicked: Decodable { let clicked: Bool }
+        let _: Clicked = try await g.browser.evaluate("document.querySelector('button[data-action=pause]').click(), JSON.stringify({clicked: true})", session: dashboard)
+        // Back to the player's tab: a hidden tab's timers are throttled (as on a phone with the page in the background).
+        try await g.browser.send("Page.bringToFront", [:], session: g.page)
+
+        // The pause from the dashboard: the element stops where the timeline says.
+        var paused: ItemView?
+        let pauseSeen = try await waitUntil(timeout: 2, interval: 0.05) {
+            paused = try await g.timeline()
+            return paused?.state == .paused
+        }
+        #expect(pauseSeen != nil, "the dashboard's pause button pauses the group")
+        let stop = try #require(paused?.positionNs)
         let stopped = try await waitUntil(timeout: 2, interval: 0.05) { try await g.state().paused == true }
         #expect(stopped != nil, "the browser pauses")
         try await Task.sleep(nanoseconds: 500_000_000)
@@ -103,6 +133,9 @@ struct WebLabTests {
         let changes = try await g.state().changes ?? []
         #expect(changes.contains { $0.contains("h2") && $0.contains("seeked") }, "the page names h2's seek: \(changes.prefix(4))")
         #expect(changes.contains { $0.contains("paused") }, "the page shows the pause: \(changes.prefix(4))")
+        struct History: Decodable { let entries: [String] }
+        let history: History = try await g.browser.evaluate("JSON.stringify({entries: [...document.querySelectorAll('#history li')].map(li => li.textContent)})", session: dashboard)
+        #expect(history.entries.contains { $0.contains("h2") && $0.contains("played") }, "the dashboard's history names h2's play: \(history.entries.prefix(4))")
         print("web lab: steady p95 \(playing) ms after play, \(seeked) ms after seek; in step \(started ?? -1) s after play, \(afterSeek ?? -1) s after seek")
     }
 }

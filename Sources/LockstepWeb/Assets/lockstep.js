@@ -255,10 +255,12 @@ export function describeOrigin(o) {
  * agent's /media/ folder by file name, or the item itself if it is an http(s) URL).
  */
 export class MediaElementPlayer extends EventTarget {
-  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 300, deadbandMs = 0.5, correctionSeconds = 0.5, maxNudge = 0.05 } = {}) {
+  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 30, deadbandMs = 0.5, correctionSeconds = 0.5, maxNudge = 0.02 } = {}) {
     super();
     this.c = coordinator;
     this.el = element;
+    // Resampling instead of time-stretching for the rate nudges (see #control).
+    element.preservesPitch = false;
     this.resolveItem = resolveItem;
     this.tuning = { seekThresholdMs, deadbandMs, correctionSeconds, maxNudge };
     this.errorMs = null;      // last measured error, ms (media − timeline)
@@ -340,8 +342,10 @@ export class MediaElementPlayer extends EventTarget {
       };
       fire();
     } else {
-      // Joining a running timeline: jump to where it will be once the seek is done.
       el.playbackRate = tl.rate;
+      const offMs = (el.currentTime * 1e9 - this.c.expectedPosition(now)) / 1e6;
+      if (!el.paused && !el.seeking && Math.abs(offMs) < this.tuning.seekThresholdMs) return;  // already on it: the loop trims the rest
+      // Joining a running timeline: jump to where it will be once the seek is done.
       this.#seekAhead(tl);
       el.play().catch(() => {});
     }
@@ -361,9 +365,13 @@ export class MediaElementPlayer extends EventTarget {
       }
       return p > from ? Math.max(0, Math.min(500, (t - asked) - (p - from) * 1000)) : null;
     };
-    const asked = performance.now();
-    await el.play();
-    this.playLatencyMs = (await moving(at, asked)) ?? this.playLatencyMs;
+    // Twice: the first play() of a page also opens the audio output, which later starts do not.
+    for (let i = 0; i < 2; i++) {
+      if (i > 0) { el.pause(); el.currentTime = at; await new Promise((r) => el.addEventListener("seeked", r, { once: true })); }
+      const asked = performance.now();
+      await el.play();
+      this.playLatencyMs = (await moving(at, asked)) ?? this.playLatencyMs;
+    }
     const seekAsked = performance.now();
     el.currentTime = at + 2;
     this.seekLatencyMs = Math.max(20, (await moving(at + 2, seekAsked)) ?? this.seekLatencyMs);
@@ -383,7 +391,9 @@ export class MediaElementPlayer extends EventTarget {
 
   #control() {
     const tl = this.c.timeline, el = this.el;
-    if (!tl || this.calibrating || !this.c.clock.synced || el.seeking || el.readyState < 3) return;
+    if (!tl || this.calibrating || !this.c.clock.synced || el.seeking || el.readyState < 2) return;
+    // Right after a seek the position stands still until the media restarts: nothing to measure yet.
+    if (performance.now() - (this.lastSeek ?? -Infinity) < this.seekLatencyMs + 250) return;
     const { positionNs, hostNs } = this.sample();
     if (tl.state !== "playing" || hostNs < tl.host_time_ns) { this.errorMs = null; return; }
     const expected = this.c.expectedPosition(hostNs);
@@ -410,7 +420,11 @@ export class MediaElementPlayer extends EventTarget {
       if (performance.now() - (this.lastSeek ?? 0) > 1000) this.#seekAhead(tl);
       return;
     }
-    const nudge = Math.abs(err) < t.deadbandMs ? 0 : Math.max(-t.maxNudge, Math.min(t.maxNudge, err / 1000 / t.correctionSeconds));
+    // Small nudges (≤ 2 %, a third of a semitone), farther than seekThresholdMs a seek. With
+    // time-stretching (preservesPitch) Chromium loses about 20 ms at every rate change: resample instead.
+    // At least 0.2 %: Chromium seems to ignore smaller rate changes.
+    const want = Math.max(0.002, Math.min(t.maxNudge, Math.abs(err) / 1000 / t.correctionSeconds));
+    const nudge = Math.abs(err) < t.deadbandMs ? 0 : Math.sign(err) * want;
     const rate = tl.rate * (1 - nudge);
     if (rate !== el.playbackRate) el.playbackRate = rate;
   }
