@@ -50,7 +50,12 @@ public final class ChromiumDriver: @unchecked Sendable {
                 while let nl = buffer.firstIndex(of: 0x0A) {
                     let line = buffer[buffer.startIndex..<nl]
                     buffer = Data(buffer[(nl + 1)...])
-                    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any], let id = object["id"] as? Int else { continue }
+                    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else { continue }
+                    guard let id = object["id"] as? Int else {
+                        // An event: kept for takeEvents (only those asked for, tracing data).
+                        if let method = object["method"] as? String, method.hasPrefix("Tracing.") { pending.state.withLock { $0.events.append(Data(line)) } }
+                        continue
+                    }
                     let waiter = pending.state.withLock { $0.waiting.removeValue(forKey: id) }
                     waiter?.resume(returning: Data(line))
                 }
@@ -122,6 +127,14 @@ public final class ChromiumDriver: @unchecked Sendable {
         return try JSONDecoder().decode(T.self, from: Data(value.utf8))
     }
 
+    /// The `Tracing.*` events received so far (JSON), and forgets them.
+    public func takeEvents() -> [Data] {
+        pending.state.withLock { p in
+            defer { p.events = [] }
+            return p.events
+        }
+    }
+
     /// A PNG of the tab, written to `path`.
     public func screenshot(session: String, to path: String, width: Int = 1280, height: Int = 900) async throws {
         try await send("Emulation.setDeviceMetricsOverride", ["width": width, "height": height, "deviceScaleFactor": 1, "mobile": false], session: session)
@@ -133,5 +146,5 @@ public final class ChromiumDriver: @unchecked Sendable {
 
 /// The commands waiting for their replies, by id.
 private final class Waiters: Sendable {
-    let state = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Data, any Error>])>((1, [:]))
+    let state = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Data, any Error>], events: [Data])>((1, [:], []))
 }

@@ -28,7 +28,7 @@ function plot(svg, series, unit) {
   const now = performance.now();
   let first = now;
   for (const pts of series.values()) if (pts.length) first = Math.min(first, pts[0][0]);
-  const span = Math.max(10000, Math.min(WINDOW_MS, now - first)), t0 = now - span;
+  const span = Math.max(2000, Math.min(WINDOW_MS, now - first)), t0 = now - span;
   let lo = Infinity, hi = -Infinity;
   for (const pts of series.values()) for (const p of pts) { lo = Math.min(lo, p[1] - (p[2] ?? 0)); hi = Math.max(hi, p[1] + (p[2] ?? 0)); }
   if (!isFinite(lo)) { lo = -1; hi = 1; }
