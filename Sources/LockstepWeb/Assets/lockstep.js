@@ -255,7 +255,7 @@ export function describeOrigin(o) {
  * agent's /media/ folder by file name, or the item itself if it is an http(s) URL).
  */
 export class MediaElementPlayer extends EventTarget {
-  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 30, deadbandMs = 0.5, correctionSeconds = 0.5, maxNudge = 0.02 } = {}) {
+  constructor(coordinator, element, { resolveItem = defaultResolve, seekThresholdMs = 30, deadbandMs = 0.5, correctionSeconds = 0.4, maxNudge = 0.05 } = {}) {
     super();
     this.c = coordinator;
     this.el = element;
@@ -398,9 +398,9 @@ export class MediaElementPlayer extends EventTarget {
     if (tl.state !== "playing" || hostNs < tl.host_time_ns) { this.errorMs = null; return; }
     const expected = this.c.expectedPosition(hostNs);
     // currentTime moves in steps (audio render quanta): a reading is late by up to one step,
-    // never early. The least late of the last half second is the error.
+    // never early. The least late of the last 300 ms is the error.
     const raw = (positionNs - expected) / 1e6;
-    this.recent = (this.recent ?? []).concat([raw]).slice(-10);
+    this.recent = (this.recent ?? []).concat([raw]).slice(-6);
     const err = Math.max(...this.recent);
     this.errorMs = err;
     if (this.learnSeek === tl && this.recent.length >= 3) {
@@ -420,7 +420,7 @@ export class MediaElementPlayer extends EventTarget {
       if (performance.now() - (this.lastSeek ?? 0) > 1000) this.#seekAhead(tl);
       return;
     }
-    // Small nudges (≤ 2 %, a third of a semitone), farther than seekThresholdMs a seek. With
+    // Nudges of at most 5 % (under a semitone, for half a second), farther than seekThresholdMs a seek. With
     // time-stretching (preservesPitch) Chromium loses about 20 ms at every rate change: resample instead.
     // At least 0.2 %: Chromium seems to ignore smaller rate changes.
     const want = Math.max(0.002, Math.min(t.maxNudge, Math.abs(err) / 1000 / t.correctionSeconds));
