@@ -652,7 +652,11 @@ export class MediaElementPlayer extends EventTarget {
       this.playLatencyMs = Math.max(0, Math.min(500, this.playLatencyMs - err));
       this.learnStart = null;
     }
-    if (!el.paused) this.c.reportPosition(positionNs, hostNs);
+    // Reports every 100 ms (the protocol's "plenty"), though the loop looks every 50 ms.
+    if (!el.paused && performance.now() - (this.lastReport ?? -Infinity) >= 95) {
+      this.c.reportPosition(positionNs, hostNs);
+      this.lastReport = performance.now();
+    }
     if (el.paused) { el.playbackRate = tl.rate; el.play().catch(() => {}); return; }
     const t = this.tuning;
     if (Math.abs(err) > t.seekThresholdMs) {

@@ -11,6 +11,7 @@ struct WebBench: AsyncParsableCommand {
     @OptionGroup var options: BenchOptions
     @Option(help: "Plays (each after a pause), issued from the reference player's agent.") var plays = 10
     @Option(help: "Steady-state playback, seconds.") var steady = 20.0
+    @Option(help: "Dashboards open for the CPU figure.") var dashboards = 10
 
     func run() async throws {
         try options.check()
@@ -116,6 +117,49 @@ struct WebBench: AsyncParsableCommand {
         report.figures["steady_spread_max_ms"] = st.max
         report.figures["steady_samples"] = Double(st.count)
         report.goal("steady spread p95", target: "≤ 10 ms", measured: "\(fmt(st.percentile(95))) ms", met: st.count > 0 && st.percentile(95) <= 10)
+
+        // Dashboards: how soon a command from h2 shows on a dashboard on h1 (wall clocks: the
+        // page's timeOrigin + now against this process's; both read the same machine clock).
+        options.progress("dashboards: update latency, then the agent's CPU with \(dashboards) open")
+        var tabs: [String] = []
+        for _ in 0..<dashboards { tabs.append(try await g.browser.open("\(g.origin)/dashboard")) }
+        _ = await waitUntil(timeout: 20, interval: 0.3) {
+            for t in tabs {
+                struct Live: Decodable { let live: Bool }
+                guard let l = try? await g.browser.evaluate("JSON.stringify({live: document.getElementById('status').textContent === 'Live.'})", session: t, as: Live.self), l.live else { return false }
+            }
+            return true
+        }
+        var latencies: [Double] = []
+        struct Seen: Decodable, Sendable { let at: Double }
+        let first = tabs[0], browser = g.browser
+        for i in 0..<10 {
+            let waiter = Task {
+                try await browser.evaluate("""
+                    new Promise(r => lockstepDashboard.connection.addEventListener('state_changed',
+                      () => r(JSON.stringify({at: performance.timeOrigin + performance.now()})), {once: true}))
+                    """, session: first, as: Seen.self)
+            }
+            try await Task.sleep(nanoseconds: 300_000_000)
+            let sent = Date().timeIntervalSince1970 * 1000
+            let _: GroupStateView = try await g.lab.request(2, "command", CommandRequest(action: i % 2 == 0 ? .pause : .play))
+            if let seen = try? await waiter.value { latencies.append(seen.at - sent) }
+            try await Task.sleep(nanoseconds: 500_000_000)
+        }
+        let latency = Stats(latencies)
+        report.figures["dashboard_update_p50_ms"] = latency.median
+        report.figures["dashboard_update_max_ms"] = latency.max
+        report.goal("dashboard update", target: "≤ 200 ms", measured: "max \(fmt(latency.max, 1)) ms of \(latency.count)", met: latency.count > 0 && latency.max <= 200)
+        let record = try String(contentsOfFile: g.lab.hostDirectory(1) + "/agent.pid", encoding: .utf8)
+        if let pid = record.split(whereSeparator: \.isWhitespace).first.flatMap({ Int32($0) }), let before = processUsage(pid) {
+            let seconds = 20.0
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            if let after = processUsage(pid) {
+                let cpu = (after.cpuSeconds - before.cpuSeconds) / seconds * 100
+                report.figures["agent_cpu_percent_with_dashboards"] = cpu
+                report.goal("agent CPU with \(dashboards) dashboards (and the player) open", target: "< 2 %", measured: "\(fmt(cpu, 2)) % over \(Int(seconds)) s", met: cpu < 2)
+            }
+        }
         report.print(json: options.json)
     }
 }
