@@ -60,10 +60,19 @@ function showState(state) {
   const g = $("group");
   g.replaceChildren();
   const item = state.item;
-  const facts = item ? [["Item", item.title ?? item.id], ["State", item.state], ["Position", item.position_now_ns !== undefined ? (item.position_now_ns / 1e9).toFixed(2) + " s" : "–"],
+  state.fetchedAt = performance.now();
+  const facts = item ? [["Item", item.title ?? item.id], ["State", item.state], ["Position", positionText(state)],
     ["Rate", Number(item.rate).toFixed(3)], ["Last change", describeOrigin(item.origin)]] : [["Item", "nothing playing"]];
   facts.push(["Lead", ms(state.lead_ns, 1)]);
   for (const [k, v] of facts) { g.append(text("dt", k), text("dd", v)); }
+}
+
+/** The item's position now, moved on locally from the last state (no request per second). */
+function positionText(state) {
+  const item = state?.item;
+  if (!item || item.position_now_ns === undefined) return "–";
+  const moved = item.state === "playing" ? (performance.now() - state.fetchedAt) * 1e6 * item.rate : 0;
+  return ((item.position_now_ns + moved) / 1e9).toFixed(2) + " s";
 }
 
 function addHistory(entry) {
@@ -129,8 +138,11 @@ async function main() {
   $("status").textContent = "Live.";
   const tick = async () => {
     await Promise.all([refreshClock(connection), refreshPlayers(connection)]).catch(() => {});
-    if (lastState?.item) showState(await connection.request("state"));
   };
+  setInterval(() => {
+    const dd = [...$("group").querySelectorAll("dt")].find((dt) => dt.textContent === "Position")?.nextElementSibling;
+    if (dd) dd.textContent = positionText(lastState);
+  }, 250);
   await tick();
   setInterval(tick, 1000);
 }
