@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         // The C API of avahi's Bonjour compatibility library.
@@ -97,10 +99,25 @@ let package = Package(
             name: "LockstepLab",
             dependencies: ["LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPeerWire", "LockstepPlayerProtocol"]
         ),
+        // The opt-in web endpoint (lockstepd --web): the embedded page, JS SDK and dashboard, and a
+        // WebSocket relayed to the agent's own player socket, plus a time service for the page.
+        .target(
+            name: "LockstepWeb",
+            dependencies: [
+                "LockstepPlayerProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            exclude: ["Assets"]
+        ),
         .executableTarget(
             name: "lockstepd",
             dependencies: [
-                "LockstepAgent", "LockstepCore", "LockstepPlayerProtocol",
+                "LockstepAgent", "LockstepCore", "LockstepPlayerProtocol", "LockstepWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -157,6 +174,12 @@ let package = Package(
         // The Swift player SDK: the coordinator's policy on a manual clock, the coordinator against an agent.
         .testTarget(name: "LockstepClientTests", dependencies: ["LockstepClient", "LockstepPlayerProtocol", "LockstepTestKit"]),
         .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepTestKit", "LockstepLab", "LockstepPlayerProtocol"]),
+        // The web endpoint's pure parts (pairing, origins, the time service, the asset table) and
+        // the endpoint against an agent in this process.
+        .testTarget(
+            name: "LockstepWebTests",
+            dependencies: ["LockstepWeb", "LockstepTestKit", "LockstepPlayerProtocol"]
+        ),
         // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
         .testTarget(
             name: "LabTests",

@@ -10,6 +10,7 @@ export AVAHI_COMPAT_NOWARN=1
 LOCKSTEP_PACKAGES_build=(libavahi-compat-libdnssd-dev)                    # the DNS-SD C API
 LOCKSTEP_PACKAGES_players=(mpv ffmpeg python3-gst-1.0 gir1.2-gstreamer-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good)  # the real players (mpv, GStreamer) and test media
 LOCKSTEP_PACKAGES_lab=(avahi-daemon avahi-utils dbus iproute2 util-linux procps nftables)  # discovery; ip, unshare, nsenter, ps; a firewall for lockstep doctor's tests
+LOCKSTEP_PACKAGES_browser=(chromium curl)                                  # the web player's lab tests: headless Chromium over tools/cdp-pipe; curl for refused requests
 LOCKSTEP_PACKAGES_reference=(chrony syncplay syncplay-server)            # the benchmarks' references
 LOCKSTEP_PACKAGES_lint=(shellcheck)                                      # tools/test checks the scripts
 LOCKSTEP_PACKAGES_python=(python3 python3-venv)                          # the Python SDK's tests (a fresh venv)
@@ -19,12 +20,12 @@ LOCKSTEP_PACKAGES_prove=(systemd systemd-container adduser avahi-daemon libavahi
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Installs whatever is missing of the package groups named (build, players, lab, reference, lint, python;
+# Installs whatever is missing of the package groups named (build, players, lab, browser, reference, lint, python;
 # all of them by default). Services are kept from starting while packages install (a chronyd
 # started by its package could set this machine's clock).
 ensure_packages() {
   local groups=("$@") wanted=() missing=()
-  [ ${#groups[@]} -eq 0 ] && groups=(build players lab reference lint python)
+  [ ${#groups[@]} -eq 0 ] && groups=(build players lab browser reference lint python)
   for g in "${groups[@]}"; do
     local -n list="LOCKSTEP_PACKAGES_$g"
     wanted+=("${list[@]}")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LockstepAgent
+import LockstepWeb
 import LockstepPlayerProtocol
 import Logging
 import ServiceLifecycle
@@ -74,6 +75,12 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Option(name: .customLong("impair-to"), help: "Test hook: impairment for one destination address, ADDRESS=SPEC (repeatable).")
     var impairTo: [String] = []
 
+    @Option(help: "Serve the web player and dashboard on [ADDR:]PORT (loopback without ADDR; other devices must pair with the code the agent logs).")
+    var web: String?
+
+    @Option(name: .customLong("web-media"), help: "A folder of media files the web endpoint serves at /media/ (with range requests).")
+    var webMedia: String?
+
     /// The options as given, for ``DaemonOptions/configuration(environment:)`` to check.
     var options: DaemonOptions {
         var o = DaemonOptions()
@@ -96,13 +103,22 @@ struct LockstepDaemon: AsyncParsableCommand {
         o.impair = impair
         o.impairTo = impairTo
         o.testHooks = testHooks
+        o.web = web
+        o.webMedia = webMedia
         return o
     }
 
     func run() async throws {
         let (config, level): (AgentConfiguration, Logger.Level)
+        let environment = ProcessInfo.processInfo.environment
         do {
-            (config, level) = try options.configuration(environment: ProcessInfo.processInfo.environment)
+            (config, level) = try options.configuration(environment: environment)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let web: WebConfiguration?
+        do {
+            web = try WebConfiguration(settings: options.webSettings(environment: environment), socketPath: config.socketPath)
         } catch {
             throw ValidationError(error.description)
         }
@@ -112,9 +128,11 @@ struct LockstepDaemon: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "lockstepd")
-        let service = AgentService(configuration: config, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: AgentService(configuration: config, logger: logger))]
+        if let web {
+            services.append(.init(service: WebServer(configuration: web, logger: logger), successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch let error as SocketLock.Conflict {

@@ -31,8 +31,19 @@ public struct DaemonOptions: Sendable {
     public var impair: String?
     public var impairTo: [String] = []
     public var testHooks = false
+    /// `--web [ADDR:]PORT` and `--web-media DIR` (the web endpoint, Sources/LockstepWeb).
+    public var web: String?
+    public var webMedia: String?
 
     public init() {}
+
+    /// `--web` and `--web-media` as given (flag, else LOCKSTEP_WEB / LOCKSTEP_WEB_MEDIA); checked by LockstepWeb.
+    public func webSettings(environment env: [String: String]) -> (endpoint: String?, mediaDirectory: String?) {
+        func setting(_ flag: String?, _ variable: String) -> String? {
+            flag ?? env["LOCKSTEP_" + variable].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        return (setting(web, "WEB"), setting(webMedia, "WEB_MEDIA"))
+    }
 
     /// A value the options refuse.
     public struct Invalid: Error, Equatable, CustomStringConvertible {

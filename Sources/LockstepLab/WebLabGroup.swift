@@ -1,0 +1,136 @@
+import Foundation
+import LockstepClient
+import LockstepPlayerProtocol
+
+/// A lab for the browser tests and `tools/bench web`: h1 runs an agent with `--web 0.0.0.0:8080`
+/// serving a media folder, and a headless Chromium on the same host that opens the web player at
+/// h1's LAN address (so it must pair); h2 runs an agent and a reference player (with its log,
+/// the truth of where it is). The group's item is the reference player's, served to the browser
+/// as `/media/tone.opus` (a 10-minute Opus tone).
+public final class WebLabGroup: @unchecked Sendable {
+    // @unchecked: used from one task at a time by a test or a benchmark.
+    public let lab: Lab
+    public let browser: ChromiumDriver
+    /// h1's web endpoint, `http://ADDR:8080`.
+    public let origin: String
+    /// The web player's tab, once opened.
+    public private(set) var page: String = ""
+    public static let item = "lockstep://reference/tone.opus"
+    public static let port = 8080
+
+    public init(name: String, hosts: Int = 2) async throws {
+        let lab = try Lab(hosts: hosts, name: name)
+        self.lab = lab
+        do {
+            let media = lab.hostDirectory(1) + "/media"
+            try FileManager.default.createDirectory(atPath: media, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: media + "/tone.opus", withDestinationPath: try TestMedia.tone(seconds: 600))
+            try lab.startAgent(1, flags: ["--web", "0.0.0.0:\(Self.port)", "--web-media", media])
+            for h in 2...hosts { try lab.startAgent(h) }
+            origin = "http://\(try lab.address(1)):\(Self.port)"
+            guard try await waitUntil(timeout: 30, { try await lab.allReachable(among: Array(1...hosts)) }) != nil else {
+                throw Lab.Failure(description: "the agents did not find each other within 30 s")
+            }
+            try lab.spawn(2, "ref", [Lab.binDirectory + "/lockstep-refplayer", "--socket", lab.socket(2), "--name", "ref2", "--item", Self.item, "--log", lab.hostDirectory(2) + "/ref.jsonl"])
+            browser = try ChromiumDriver(lab: lab, host: 1)
+        } catch {
+            lab.destroy()
+            throw error
+        }
+    }
+
+    public func destroy() {
+        browser.close()
+        lab.destroy()
+    }
+
+    /// The reference player's log on h2.
+    public var refLog: String { lab.hostDirectory(2) + "/ref.jsonl" }
+
+    /// The pairing code h1's agent shows now (the file beside its socket).
+    public func pairingCode() throws -> String {
+        try String(contentsOfFile: lab.socket(1) + ".web-code", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Opens the web player; returns whether it asked to pair first.
+    public func openPlayer(query: String = "name=browser") async throws -> PageState {
+        page = try await browser.open("\(origin)/?\(query)")
+        return try await waitForPage()
+    }
+
+    /// Waits until the page either connected or shows the pairing form.
+    public func waitForPage(timeout: Double = 15) async throws -> PageState {
+        var last: PageState?
+        _ = await waitUntil(timeout: timeout, interval: 0.2) {
+            last = try? await self.state()
+            return last?.connected == true || last?.pairing == true
+        }
+        guard let last else { throw Lab.Failure(description: "the web player did not load within \(timeout) s") }
+        return last
+    }
+
+    /// Sends the agent's code from the page (as a person would type it) and reloads.
+    public func pair(code: String) async throws -> String {
+        struct Answer: Decodable { let status: Int; let text: String }
+        let a: Answer = try await browser.evaluate(
+            "fetch('/pair', {method: 'POST', body: '\(code)'}).then(async r => JSON.stringify({status: r.status, text: await r.text()}))", session: page)
+        try await browser.send("Page.reload", [:], session: page)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        return "\(a.status) \(a.text.trimmingCharacters(in: .whitespacesAndNewlines))"
+    }
+
+    /// What the page shows, with eight readings of the media element's position against the
+    /// page's estimate of host time (12 ms apart).
+    public struct PageState: Decodable, Sendable {
+        public var connected: Bool
+        public var pairing: Bool
+        public var synced: Bool?
+        public var paused: Bool?
+        public var item: String?
+        /// [position ns, host time ns] pairs.
+        public var reads: [[Double]]?
+        public var errorMs: Double?
+        public var boundNs: Double?
+        public var changes: [String]?
+        /// The last timeline the page got, as JSON text (for failure messages).
+        public var timeline: String?
+    }
+
+    public func state() async throws -> PageState {
+        try await browser.evaluate(
+            """
+            (async () => {
+              const p = window.lockstepPage, el = document.getElementById('media');
+              if (!p) return JSON.stringify({connected: false, pairing: !document.getElementById('pairing').hidden});
+              const reads = [];
+              for (let i = 0; i < 8; i++) {
+                const a = performance.now(), t = el.currentTime, b = performance.now();
+                reads.push([t * 1e9, p.clock.hostFromPerf((a + b) / 2)]);
+                await new Promise(r => setTimeout(r, 12));
+              }
+              return JSON.stringify({connected: true, pairing: false, synced: p.clock.synced, paused: el.paused, item: p.coordinator.item,
+                reads, errorMs: p.player.errorMs, boundNs: p.clock.errorBoundNs,
+                changes: [...document.querySelectorAll('#changes li')].map(li => li.textContent),
+                timeline: JSON.stringify(p.coordinator.timeline) + ' ready=' + p.player.ready});
+            })()
+            """, session: page)
+    }
+
+    /// The browser's error against h1's group timeline now, ms: each reading of `currentTime` is
+    /// late by up to one audio quantum, never early, so the largest of the eight readings.
+    public func error(_ s: PageState, timeline: ItemView) -> Double? {
+        guard let reads = s.reads, let host = timeline.hostTimeNs else { return nil }
+        let errors = reads.map { r -> Double in
+            let expected = timeline.state == .playing && r[1] >= Double(host)
+                ? Double(timeline.positionNs) + (r[1] - Double(host)) * timeline.rate : Double(timeline.positionNs)
+            return (r[0] - expected) / 1e6
+        }
+        return errors.max()
+    }
+
+    /// h1's view of the group's item.
+    public func timeline() async throws -> ItemView? {
+        let s: GroupStateView = try await lab.request(1, "state")
+        return s.item
+    }
+}
