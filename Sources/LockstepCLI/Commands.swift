@@ -9,7 +9,7 @@ public struct LockstepCommand: AsyncParsableCommand {
         commandName: "lockstep",
         abstract: "Inspect and drive the local Lockstep agent.",
         version: LockstepVersion.current,
-        subcommands: [Status.self, Peers.self, Clock.self, State.self, Watch.self, Play.self, Pause.self, Seek.self, Rate.self, Stop.self, Load.self, Players.self, Latency.self, Suspend.self, Resume.self, Group.self, Mpv.self, Doctor.self])
+        subcommands: [Status.self, Peers.self, Clock.self, State.self, Watch.self, Play.self, Pause.self, Seek.self, Rate.self, Stop.self, Load.self, Players.self, Latency.self, Suspend.self, Resume.self, Group.self, Mpv.self, Web.self, Doctor.self])
 
     public init() {}
 }
