@@ -141,14 +141,14 @@ public final class WebLabGroup: @unchecked Sendable {
     /// withholding the network would not starve it; CPU throttling slows the page's script, not
     /// the audio output.)
     public func stall(seconds: Double) async throws -> Int64 {
-        struct Done: Decodable { let held: Bool }
+        struct Done: Decodable { let held: Bool; let movedMs: Double }
         let done: Done = try await browser.evaluate(
             """
             new Promise(r => { const el = document.getElementById('media'), play = el.play;
-              el.play = () => Promise.resolve(); el.pause();
-              setTimeout(() => { el.play = play; r(JSON.stringify({held: true})); }, \(Int(seconds * 1000))); })
+              const at = el.currentTime; el.play = () => Promise.resolve(); el.pause();
+              setTimeout(() => { el.play = play; r(JSON.stringify({held: el.paused, movedMs: (el.currentTime - at) * 1000})); }, \(Int(seconds * 1000))); })
             """, session: page)
-        guard done.held else { throw Lab.Failure(description: "the stall did not run") }
+        guard done.held, abs(done.movedMs) < 50 else { throw Lab.Failure(description: "the media was not held: paused \(done.held), moved \(done.movedMs) ms") }
         return MonotonicClock.read()
     }
 

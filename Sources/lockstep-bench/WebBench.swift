@@ -131,7 +131,7 @@ struct WebBench: AsyncParsableCommand {
         if let s = recovered.seconds { report.figures["stall_recovery_s"] = s }
         report.figures["stall_worst_spread_ms"] = recovered.spreads.map(abs).max() ?? .nan
         if let a = refBefore, let b = refAfter { report.figures["stall_reference_shift_ms"] = b - a }
-        report.figures["stall_timeline_reanchored"] = before?.hostTimeNs == after?.hostTimeNs && before?.positionNs == after?.positionNs ? 0 : 1
+        report.figures["stall_timeline_reanchored"] = before?.originTimeNs == after?.originTimeNs && before?.positionNs == after?.positionNs ? 0 : 1
         report.goal("back in step after a 1 s stall (within 10 ms of the reference for 3 s)", target: "≤ 2 s",
                     measured: recovered.seconds.map { "\(fmt($0, 2)) s" } ?? "not within 10 s", met: (recovered.seconds ?? .infinity) <= 2)
 
