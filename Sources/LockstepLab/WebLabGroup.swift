@@ -133,4 +133,56 @@ public final class WebLabGroup: @unchecked Sendable {
         let s: GroupStateView = try await lab.request(1, "state")
         return s.item
     }
+
+    /// Stalls the browser's media for `seconds` behind the player's back: the page's own script
+    /// pauses the element and holds it paused (the player's `play()` does nothing meanwhile), as
+    /// when a decoder or an output stops; then lets the player have it again. Returns the host
+    /// time the stall ended. (The tone is a small local file Chromium has buffered well ahead, so
+    /// withholding the network would not starve it; CPU throttling slows the page's script, not
+    /// the audio output.)
+    public func stall(seconds: Double) async throws -> Int64 {
+        struct Done: Decodable { let held: Bool; let movedMs: Double }
+        let done: Done = try await browser.evaluate(
+            """
+            new Promise(r => { const el = document.getElementById('media'), play = el.play;
+              const at = el.currentTime; el.play = () => Promise.resolve(); el.pause();
+              setTimeout(() => { el.play = play; r(JSON.stringify({held: el.paused, movedMs: (el.currentTime - at) * 1000})); }, \(Int(seconds * 1000))); })
+            """, session: page)
+        guard done.held, abs(done.movedMs) < 50 else { throw Lab.Failure(description: "the media was not held: paused \(done.held), moved \(done.movedMs) ms") }
+        return MonotonicClock.read()
+    }
+
+    /// The reference player's position (its log) minus the group's timeline at host time `t`, ms.
+    public func referenceOffset(at t: Int64, timeline tl: ItemView) throws -> Double? {
+        guard let host = tl.hostTimeNs, let ref = try PlayerTrace(name: "ref", path: refLog).position(at: t) else { return nil }
+        let expected = Double(tl.positionNs) + (tl.state == .playing ? Double(t - host) * tl.rate : 0)
+        return (Double(ref) - expected) / 1e6
+    }
+
+    /// Seconds from `end` until the browser came within `withinMs` of the reference player and
+    /// stayed there for `hold` seconds (nil: not within `timeout`), with the spreads seen.
+    public func recovery(after end: Int64, withinMs: Double = 10, hold: Double = 3, timeout: Double = 10) async throws -> (seconds: Double?, spreads: [Double]) {
+        var inStepSince: Int64?
+        var spreads: [Double] = []
+        while Double(MonotonicClock.read() - end) / 1e9 < timeout {
+            let s = try await state()
+            let trace = try PlayerTrace(name: "ref", path: refLog)
+            let diffs = (s.reads ?? []).compactMap { r -> Double? in
+                guard let ref = trace.position(at: Int64(r[1])) else { return nil }
+                return (r[0] - Double(ref)) / 1e6
+            }
+            guard let d = diffs.max(), let at = s.reads?.first.map({ Int64($0[1]) }) else { continue }
+            spreads.append(d)
+            if abs(d) <= withinMs && s.paused == false {
+                if inStepSince == nil { inStepSince = at }
+                if let since = inStepSince, Double(MonotonicClock.read() - since) / 1e9 >= hold {
+                    return (max(0, Double(since - end) / 1e9), spreads)
+                }
+            } else {
+                inStepSince = nil
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        return (nil, spreads)
+    }
 }

@@ -118,6 +118,23 @@ struct WebBench: AsyncParsableCommand {
         report.figures["steady_samples"] = Double(st.count)
         report.goal("steady spread p95", target: "≤ 10 ms", measured: "\(fmt(st.percentile(95))) ms", met: st.count > 0 && st.percentile(95) <= 10)
 
+        // A stall: the page's script holds the media element paused for 1 s behind the player's
+        // back; then how soon the browser is within 10 ms of the reference player for 3 s, and
+        // whether the reference player moved against the group's timeline meanwhile.
+        options.progress("stall: the browser's media held for 1 s")
+        let before = try await g.timeline()
+        let refBefore = try before.flatMap { try g.referenceOffset(at: MonotonicClock.read() - 200_000_000, timeline: $0) }
+        let stallEnd = try await g.stall(seconds: 1)
+        let recovered = try await g.recovery(after: stallEnd)
+        let after = try await g.timeline()
+        let refAfter = try after.flatMap { try g.referenceOffset(at: MonotonicClock.read() - 200_000_000, timeline: $0) }
+        if let s = recovered.seconds { report.figures["stall_recovery_s"] = s }
+        report.figures["stall_worst_spread_ms"] = recovered.spreads.map(abs).max() ?? .nan
+        if let a = refBefore, let b = refAfter { report.figures["stall_reference_shift_ms"] = b - a }
+        report.figures["stall_timeline_reanchored"] = before?.originTimeNs == after?.originTimeNs && before?.positionNs == after?.positionNs ? 0 : 1
+        report.goal("back in step after a 1 s stall (within 10 ms of the reference for 3 s)", target: "≤ 2 s",
+                    measured: recovered.seconds.map { "\(fmt($0, 2)) s" } ?? "not within 10 s", met: (recovered.seconds ?? .infinity) <= 2)
+
         // Dashboards: how soon a command from h2 shows on a dashboard on h1 (wall clocks: the
         // page's timeOrigin + now against this process's; both read the same machine clock).
         options.progress("dashboards: update latency, then the agent's CPU with \(dashboards) open")

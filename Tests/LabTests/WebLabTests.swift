@@ -136,6 +136,21 @@ struct WebLabTests {
         struct History: Decodable { let entries: [String] }
         let history: History = try await g.browser.evaluate("JSON.stringify({entries: [...document.querySelectorAll('#history li')].map(li => li.textContent)})", session: dashboard)
         #expect(history.entries.contains { $0.contains("h2") && $0.contains("played") }, "the dashboard's history names h2's play: \(history.entries.prefix(4))")
-        print("web lab: steady p95 \(playing) ms after play, \(seeked) ms after seek; in step \(started ?? -1) s after play, \(afterSeek ?? -1) s after seek")
+
+        // A stall: the page's own script holds the media element paused for 1 s behind the
+        // player's back. The browser is back within 10 ms of the reference player (and stays
+        // there 3 s) within 2 s; the reference player and the group's timeline do not move.
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let anchorBefore = try #require(try await g.timeline())
+        let refBefore = try #require(try g.referenceOffset(at: MonotonicClock.read() - 200_000_000, timeline: anchorBefore))
+        let stallEnd = try await g.stall(seconds: 1)
+        let recovery = try await g.recovery(after: stallEnd)
+        print("web lab: after the stall, spreads (ms)", recovery.spreads.map { ($0 * 10).rounded() / 10 })
+        #expect((recovery.seconds ?? .infinity) <= 2, "back in step \(recovery.seconds.map { "\($0) s" } ?? "not within 10 s") after a 1 s stall")
+        let anchorAfter = try #require(try await g.timeline())
+        #expect(anchorAfter.originTimeNs == anchorBefore.originTimeNs && anchorAfter.positionNs == anchorBefore.positionNs, "the browser's stall does not re-anchor the group: \(anchorBefore) then \(anchorAfter)")
+        let refAfter = try #require(try g.referenceOffset(at: MonotonicClock.read() - 200_000_000, timeline: anchorAfter))
+        #expect(abs(refAfter - refBefore) <= 1, "the reference player does not move: \(refBefore) ms, then \(refAfter) ms off the timeline")
+        print("web lab: steady p95 \(playing) ms after play, \(seeked) ms after seek; in step \(started ?? -1) s after play, \(afterSeek ?? -1) s after seek, \(recovery.seconds ?? -1) s after a 1 s stall")
     }
 }
