@@ -14,6 +14,7 @@ extension Agent {
             guard let id = state.playerID, let hello = state.hello else { continue }
             execute(node.onPlayerHello(id: id, info: playerInfo(hello, id: id), now: now), now: now)
         }
+        topicsChanged(now: now)
         step(now)
     }
 }

@@ -77,7 +77,7 @@ extension Agent {
         case "group_item":
             request.reply(stateView(now: now))
         case "players":
-            request.reply(playersView())
+            request.reply(playersView(now: now))
         case "latency_list":
             request.reply(savedLatencies().list)
         case "latency_set":
@@ -207,7 +207,9 @@ extension Agent {
             participants: p.item.map { node.coordinator.participants(on: $0, view: view).map(participantView) } ?? [])
     }
 
-    func playersView() -> PlayersResult {
+    /// Every player on every present peer; sync errors of this agent's players as measured, of
+    /// other peers' players as their agents last reported them (while reports flow).
+    func playersView(now: LocalTime) -> PlayersResult {
         var names: [UInt64: String] = [:]
         for r in node.group.state.items.values { names[r.item.stableHash] = r.item.value }
         for p in node.coordinator.players.values { if let i = p.item { names[i.stableHash] = i.value } }
@@ -218,7 +220,8 @@ extension Agent {
                     peerID: peer.hex, peerName: name(of: peer), playerID: s.playerID, name: s.name, readiness: Readiness(s.readiness),
                     suspensionReasons: s.suspensions.map(\.text), local: peer == identity.peerID)
                 let item = s.itemHash.map { names[$0] ?? String($0, radix: 16) }
-                let syncError = peer == identity.peerID ? node.coordinator.players[s.playerID]?.sync.lastError?.ns : nil
+                let syncError = peer == identity.peerID
+                    ? node.coordinator.players[s.playerID]?.sync.lastError?.ns : node.syncReports.errors(of: peer, now: now)[s.playerID]?.ns
                 list.append(ParticipantWithItem(participant: view, item: item, solo: s.solo, outputLatencyNs: s.outputLatency.ns, startLatencyNs: s.startLatency.ns, syncErrorNs: syncError))
             }
         }

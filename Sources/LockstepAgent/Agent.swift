@@ -92,6 +92,8 @@ public actor Agent: ClientHandler {
     var discoveryState = DiscoveryState.off
     var timer: Scheduled<Void>?
     var timerDeadline = LocalTime.distantFuture
+    /// Measurements (topics `clock` and `sync`) pushed to subscribers, about once a second.
+    var measurements = MeasurementPush()
     var tasks: [Task<Void, Never>] = []
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
@@ -236,6 +238,7 @@ public actor Agent: ClientHandler {
         execute(keys.onTick(now: now, reachable: node.membership.reachable))
         if pairing.isJoining { execute(pairing.onCandidates(pairingCandidates(), now: now)) }
         execute(pairing.onTick(now: now))
+        if measurements.isDue(now) { pushMeasurements(now: now) }
         rearm(now)
     }
 
@@ -245,6 +248,7 @@ public actor Agent: ClientHandler {
         var deadline = node.nextDeadline(now: now)
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
+        if let m = measurements.nextDue { deadline = min(deadline, max(m, now)) }
         if timer != nil && deadline >= timerDeadline { return }
         timer?.cancel()
         timerDeadline = deadline
@@ -281,7 +285,7 @@ public actor Agent: ClientHandler {
             case .groupChanged(let change):
                 publish(change, now: now)
             case .participantsChanged:
-                broadcast(PlayersChangedEvent(hostTimeNs: hostTime(now), players: playersView().players), topic: .players)
+                broadcast(PlayersChangedEvent(hostTimeNs: hostTime(now), players: playersView(now: now).players), topic: .players)
             case .tellPlayer(let id, let instruction):
                 tell(id, instruction, now: now)
             case .reply(let outcome):
@@ -333,6 +337,7 @@ public actor Agent: ClientHandler {
             rearm(now)
         }
         clients[client.id] = nil
+        topicsChanged(now: now())
     }
 
     public func handle(line: [UInt8], from client: ClientConnection) {
@@ -408,6 +413,7 @@ public actor Agent: ClientHandler {
             let r = try request.decode(SubscribeRequest.self)
             clients[request.client.id]?.topics.formUnion(r.topics)
             request.reply(stateView(now: now))
+            topicsChanged(now: now)
         default:
             if try dispatchGroup(type, request, now: now) { return }
             if try dispatchPlayer(type, request, now: now) { return }

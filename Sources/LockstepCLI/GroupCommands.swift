@@ -170,12 +170,12 @@ struct Load: AsyncParsableCommand {
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stream changes: group state, peers and players, one line each (JSON lines with --json).")
     @OptionGroup var options: CommonOptions
-    @Option(help: "Topics, comma-separated: state, peers, players.") var topics = "state,peers,players"
+    @Option(help: "Topics, comma-separated: state, peers, players, and clock and sync (each about once a second).") var topics = "state,peers,players"
 
     func run() async throws {
         let list = try topics.split(separator: ",").map { name in
             let text = String(name).trimmingCharacters(in: .whitespaces)
-            guard let topic = Topic(rawValue: text) else { throw ValidationError("unknown topic '\(text)': state, peers or players") }
+            guard let topic = Topic(rawValue: text) else { throw ValidationError("unknown topic '\(text)': state, peers, players, clock or sync") }
             return topic
         }
         try await options.withAgent { agent in
@@ -210,6 +210,16 @@ struct Watch: AsyncParsableCommand {
         case "peer_changed":
             guard let e = try? event.decode(PeerChangedEvent.self) else { return "\(stamp) peer changed" }
             return "\(stamp) peer \(e.peer.name) is \(e.peer.state)"
+        case "clock_changed":
+            guard let e = try? event.decode(ClockChangedEvent.self) else { return "\(stamp) clock" }
+            let list = e.clock.peers.map { p in "\(p.name) \(Human.duration(ns: Int64(saturating: p.offsetNs))) ±\(Human.duration(ns: Int64(saturating: p.errorBoundNs)))" }
+            return "\(stamp) clocks: " + (list.isEmpty ? "no peer measured" : list.joined(separator: "; "))
+        case "sync_changed":
+            guard let e = try? event.decode(SyncChangedEvent.self) else { return "\(stamp) sync" }
+            let list = e.players.map { p in
+                "\(p.participant.name)@\(p.participant.peerName) " + (p.syncErrorNs.map { Human.duration(ns: $0) } ?? "–")
+            }
+            return "\(stamp) sync errors: " + (list.isEmpty ? "no players" : list.joined(separator: "; "))
         default:
             return "\(stamp) \(event.name): \(String(decoding: event.json, as: UTF8.self))"
         }

@@ -126,6 +126,10 @@ enum SampleMessages {
             ("clock-report-empty", .clockReport(ClockReport(entries: []))),
             ("clock-report", .clockReport(ClockReport(entries: [.init(peer: bob, incarnation: 2, estimate: estimate)]))),
             ("clock-report-full", .clockReport(ClockReport(entries: (0..<PeerMessage.maxReportEntries).map { .init(peer: peers[$0 % peers.count], incarnation: UInt64($0), estimate: estimate) }))),
+            ("sync-report-ask", .syncReport(SyncReport(wantsReports: true, entries: []))),
+            ("sync-report-full", .syncReport(SyncReport(wantsReports: false, entries: (0..<UInt32(SyncReport.maxEntries)).map {
+                .init(playerID: $0, error: .nanoseconds($0 % 2 == 0 ? Limits.syncErrorNs.lowerBound : Limits.syncErrorNs.upperBound))
+            }))),
             ("epoch-key", .epochKey(epoch: 2, key: Array(0..<32), removed: [bob])),
             ("epoch-key-full", .epochKey(epoch: .max, key: Array(0..<32), removed: Array(repeating: carol, count: PeerMessage.maxRemovedPerKey))),
             ("member-key", .memberKey(key: Array(32..<64), name: "living room")),

@@ -282,6 +282,11 @@ public enum Topic: String, ClosedStringEnum {
     case peers
     /// `players_changed`: a player joined, left or changed on some peer.
     case players
+    /// `clock_changed`: every peer's clock estimate, about once a second.
+    case clock
+    /// `sync_changed`: every player with its sync error (those on other peers included),
+    /// about once a second while any player is measured.
+    case sync
 }
 
 /// `subscribe`: which events a client wants.

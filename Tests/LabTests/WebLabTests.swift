@@ -105,6 +105,17 @@ struct WebLabTests {
             return l.live && l.history > 0 && l.peers > 0 && l.clocks > 0
         }
         #expect(live != nil, "the dashboard shows the group, its peers and a clock plot")
+        // The reference player on h2 with its sync error: h2's agent reports it to h1's, on demand.
+        struct Remote: Decodable { let rows: [[String]] }
+        var rows: [[String]] = []
+        let remoteSync = await waitUntil(timeout: 5, interval: 0.2) {
+            guard let r = try? await g.browser.evaluate(
+                "JSON.stringify({rows: [...document.querySelectorAll('#players tr')].map(tr => [...tr.cells].map(c => c.textContent))})",
+                session: dashboard, as: Remote.self) else { return false }
+            rows = r.rows
+            return rows.contains { $0.first == "h2" && ($0.last ?? "").hasSuffix(" ms") }
+        }
+        #expect(remoteSync != nil, "the dashboard shows the sync error of h2's player (measured by h2's agent): \(rows)")
         try await Task.sleep(nanoseconds: 3_000_000_000)
         try await g.browser.screenshot(session: dashboard, to: Lab.repositoryRoot + "/docs/web-dashboard.png", height: 1250)
         struct Clicked: Decodable { let clicked: Bool }

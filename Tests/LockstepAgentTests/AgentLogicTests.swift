@@ -79,6 +79,47 @@ struct AgentLogicTests {
         }
     }
 
+    @Test("a subscriber of clock and sync gets clock_changed each second, sync_changed once a player's error is measured, and nothing once it is gone")
+    func measurementTopics() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try Harness(dir: dir)
+            var (player, playerLines) = await h.connect(id: 1)
+            await h.send(#"{"type":"hello","request_id":1,"protocol":1,"role":"player","name":"tv","start_latency_ns":20000000}"#, from: player)
+            await h.send(#"{"type":"load","request_id":2,"item":"film"}"#, from: player)
+            await h.send(#"{"type":"ready","request_id":3}"#, from: player)
+            await h.send(#"{"type":"intent","request_id":4,"action":"play"}"#, from: player)
+            var start = await Self.event("timeline", in: &playerLines)
+            while let t = start, t["state"] as? String != "playing" { start = await Self.event("timeline", in: &playerLines) }
+            let anchor = (start?["host_time_ns"] as? NSNumber)?.int64Value ?? 0
+
+            var (watcher, lines) = await h.connect(id: 2)
+            await h.send(#"{"type":"subscribe","request_id":1,"topics":["clock","sync"]}"#, from: watcher)
+            #expect(await Self.next(&lines)["ok"] as? Bool == true)
+            #expect(await h.agent.node.syncReports.wanted, "watching sync asks the peers for theirs")
+            await h.agent.tick()
+            let first = await Self.next(&lines)
+            #expect(first["event"] as? String == "clock_changed")
+            #expect((first["clock"] as? [String: Any])?["peers"] is [Any])
+
+            // Half a second into playback the player is 2 ms behind.
+            h.clock.set(anchor + 500_000_000)
+            await h.send(#"{"type":"position","request_id":5,"position_ns":498000000,"host_time_ns":\#(anchor + 500_000_000)}"#, from: player)
+            h.clock.advance(by: 1_000_000_000)
+            await h.agent.tick()
+            // Nothing was measured at the first push, so the next line is the second push's clock.
+            #expect(await Self.next(&lines)["event"] as? String == "clock_changed")
+            let sync = await Self.next(&lines)
+            #expect(sync["event"] as? String == "sync_changed")
+            let error = ((sync["players"] as? [[String: Any]])?.first?["sync_error_ns"] as? NSNumber)?.int64Value
+            #expect(error.map { abs($0 + 2_000_000) < 10_000 } == true, "sync error \(String(describing: error)) ns, about −2 ms")
+
+            await h.agent.disconnected(watcher)
+            #expect(await h.agent.measurements.nextDue == nil)
+            #expect(await !h.agent.node.syncReports.wanted)
+            _ = player
+        }
+    }
+
     @Test("a position report taken more than 60 s away from the agent's host time is refused")
     func staleReport() async throws {
         try await withTemporaryDirectory { dir in

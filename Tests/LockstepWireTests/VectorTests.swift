@@ -102,6 +102,8 @@ struct VectorTests {
                 PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: [.stallRecovery, .interruption]),
             ]))),
             ("clock report", .clockReport(ClockReport(entries: [.init(peer: b, incarnation: 9, estimate: estimate)]))),
+            ("sync report", .syncReport(SyncReport(wantsReports: false, entries: [.init(playerID: 1, error: .microseconds(-180)), .init(playerID: 3, error: .milliseconds(12))]))),
+            ("sync report asking for the receiver's, none of its own", .syncReport(SyncReport(wantsReports: true, entries: []))),
             ("epoch key", .epochKey(epoch: 2, key: Array(0..<32), removed: [b])),
             ("member key", .memberKey(key: Array(32..<64), name: "kitchen")),
             ("key ack", .keyAck(epoch: 2)),

@@ -434,6 +434,14 @@ public struct Coordinator: Sendable {
 
     // MARK: - Queries
 
+    /// This agent's players' sync errors measured within `within` of `now` (for sync reports).
+    public func syncErrors(now: LocalTime, within: TimeSpan) -> [SyncReport.Entry] {
+        players.compactMap { id, p in
+            guard let error = p.sync.lastError, let at = p.sync.lastErrorAt, now - at <= within else { return nil }
+            return SyncReport.Entry(playerID: id, error: error)
+        }.sorted { $0.playerID < $1.playerID }
+    }
+
     /// Participants of group playback on `item`: every present peer's players on it (ours
     /// included), not alone.
     public func participants(on item: ItemID, view: GroupView) -> [ParticipantInfo] {

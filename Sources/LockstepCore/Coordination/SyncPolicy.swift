@@ -50,6 +50,8 @@ public struct SyncPolicy: Sendable {
     var phase: Phase = .inSync
     /// The last error seen, for status.
     public private(set) var lastError: TimeSpan?
+    /// When ``lastError`` was measured.
+    public private(set) var lastErrorAt: LocalTime?
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -77,6 +79,7 @@ public struct SyncPolicy: Sendable {
         let target = timeline.position(at: reportedAt + outputLatency)
         let error = position - target
         lastError = error
+        lastErrorAt = now
         let magnitude = error.magnitude
         let c = configuration
 

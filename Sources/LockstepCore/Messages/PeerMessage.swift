@@ -40,6 +40,8 @@ public enum PeerMessage: Equatable, Sendable {
     case participant(ParticipantRecord)
     /// The sender's clock estimates of its peers, for the mesh's closure checks.
     case clockReport(ClockReport)
+    /// The sender's players' sync errors, or a request for the receiver's (see ``SyncReport``).
+    case syncReport(SyncReport)
     /// The group key of an epoch, and the devices removed from the group as the sender knows
     /// them; sent pairwise (sealed under the key the two devices share), never under a group key.
     case epochKey(epoch: UInt32, key: [UInt8], removed: [PeerID])

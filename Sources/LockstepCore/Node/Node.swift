@@ -43,6 +43,8 @@ public struct Node: Sendable {
     public private(set) var clocks: PeerClocks
     public private(set) var group: Dissemination
     public private(set) var coordinator: Coordinator
+    /// Players' sync errors exchanged on demand, for watchers.
+    public private(set) var syncReports = SyncReports()
     /// Which source addresses have answered a challenge (the shell's ``ReplyBudget`` spares them).
     public private(set) var paths = PathValidation()
 
@@ -94,6 +96,10 @@ public struct Node: Sendable {
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
         case .clockReport(let report):
             clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
+        case .syncReport(let report):
+            // Like participant records: only from peers membership holds, so the table stays bounded.
+            guard membership.peers[sender] != nil else { break }
+            syncReports.onReport(report, from: sender, now: now)
         case .hello(let name, let wantsReply):
             out += route(membership.onHello(sender, name: name), now: now)
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
@@ -163,6 +169,7 @@ public struct Node: Sendable {
         let peers = membership.reachable
         let rtts = roundTrips(now: now)
         out += run(group.onTick(now: now, peers: peers, rtt: { rtts[$0] }), from: nil)
+        out += syncReportsDue(now: now)
         return settle(out, now: now, always: true)
     }
 
@@ -171,6 +178,7 @@ public struct Node: Sendable {
         var next = membership.nextDeadline(now: now)
         next = min(next, clocks.nextDeadline(now: now, routes: membership.routes))
         next = min(next, group.nextDeadline(now: now))
+        next = min(next, syncReports.nextDeadline(now: now))
         // Only a waiting record has a coordinator deadline (its wait timeout); the view is not free.
         if group.state.items.values.contains(where: { $0.timeline.phase == .waiting }) {
             next = min(next, coordinator.nextDeadline(view: view, now: now))
@@ -202,6 +210,12 @@ public struct Node: Sendable {
     /// What to send before shutting down: a goodbye to every reachable peer.
     public func onShutdown() -> [NodeDirective] {
         membership.reachable.compactMap { peer in membership.endpoint(of: peer).map { .send(.goodbye, to: $0) } }
+    }
+
+    /// Whether this agent's clients watch players' sync errors (then it asks its peers for theirs).
+    public mutating func onSyncReportsWanted(_ wanted: Bool, now: LocalTime) -> [NodeDirective] {
+        syncReports.onWanted(wanted, now: now)
+        return syncReportsDue(now: now)
     }
 
     // MARK: - Players and commands
@@ -309,12 +323,15 @@ public struct Node: Sendable {
                 out += run(group.onPeerReachable(peer), from: nil)
             case .stateChanged(let peer, _, .lost):
                 group.onPeerLost(peer)
+                syncReports.onPeerGone(peer)
             case .restarted(let peer, _):
                 group.onPeerGone(peer)
                 clocks.onPeerRestarted(peer, now: now)
+                syncReports.onPeerGone(peer)
             case .forgotten(let peer):
                 group.onPeerForgotten(peer)
                 clocks.onPeerForgotten(peer)
+                syncReports.onPeerGone(peer)
             case .stateChanged, .renamed, .refused:
                 break
             }
@@ -331,6 +348,16 @@ public struct Node: Sendable {
     /// The group clock reads the latest estimate of every known peer's clock.
     private mutating func feedGroupClock(now: LocalTime) {
         group.onClockEstimates(membership.peers.keys.sorted().compactMap { peer in clocks.resolved(peer, at: now).map { (peer, $0.estimate) } })
+    }
+
+    /// Sync reports due now, to peers by endpoint.
+    private mutating func syncReportsDue(now: LocalTime) -> [NodeDirective] {
+        let local = coordinator.syncErrors(now: now, within: syncReports.configuration.freshness)
+        return syncReports.onTick(now: now, reachable: membership.reachable, local: local).compactMap { d in
+            switch d {
+            case .send(let report, let peer): membership.endpoint(of: peer).map { .send(.syncReport(report), to: $0) }
+            }
+        }
     }
 
     /// Introductions due: our hello, asking for theirs.

@@ -32,6 +32,8 @@ public enum Limits {
     /// A clock report's skew and bound growth, in ppm: a clock off by more than 1 % is broken.
     public static let reportSkewPPM: ClosedRange<Double> = -10_000...10_000
     public static let reportGrowthPPM: ClosedRange<Double> = 0...1_000_000
+    /// A player's sync error in a sync report: within a media position's range either way.
+    public static let syncErrorNs: ClosedRange<Int64> = -MediaPosition.max.ns...MediaPosition.max.ns
     /// A clock report's round trip: at most 10 s.
     public static let reportDelayNs: ClosedRange<Int64> = 0...(10 * 1_000_000_000)
 }

@@ -17,6 +17,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case participantDigest = 0x16
     case checkpointVector = 0x17
     case clockReport = 0x20
+    case syncReport = 0x21
     case epochKey = 0x30
     case keyAck = 0x31
     case memberKey = 0x32
@@ -38,6 +39,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .checkpointVector: self = .checkpointVector
         case .participant: self = .participant
         case .clockReport: self = .clockReport
+        case .syncReport: self = .syncReport
         case .epochKey: self = .epochKey
         case .memberKey: self = .memberKey
         case .keyAck: self = .keyAck
@@ -61,6 +63,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .checkpointVector: "checkpoint_vector"
         case .participant: "participant"
         case .clockReport: "clock_report"
+        case .syncReport: "sync_report"
         case .epochKey: "epoch_key"
         case .memberKey: "member_key"
         case .keyAck: "key_ack"

@@ -88,6 +88,14 @@ extension PeerMessage {
                 w.u32(UInt32(clamping: c.sampleCount))
                 w.i64(c.lastSample.ns)
             }
+        case .syncReport(let report):
+            w.u8(report.wantsReports ? 1 : 0)
+            let entries = report.entries.prefix(SyncReport.maxEntries)
+            w.u8(UInt8(entries.count))
+            for e in entries {
+                w.u32(e.playerID)
+                w.i64(e.error.ns)
+            }
         case .epochKey(let epoch, let key, let removed):
             w.u32(epoch)
             w.raw(key)
@@ -300,6 +308,18 @@ extension PeerMessage {
                     hardBoundNs: hard, hardGrowthPPM: hardGrowth, delay: .nanoseconds(delay), sampleCount: samples, lastSample: PeerTime(ns: last))))
             }
             message = .clockReport(ClockReport(entries: entries))
+        case .syncReport:
+            let flags = try readFlags(&r, allowed: 1)
+            let n = Int(try r.u8("entries.count"))
+            guard n <= SyncReport.maxEntries else { throw .tooLong(field: "entries", limit: SyncReport.maxEntries) }
+            var entries: [SyncReport.Entry] = []
+            for _ in 0..<n {
+                let player = try r.u32("entry.player")
+                // Canonical form only: sorted by player, unique.
+                guard entries.last.map({ $0.playerID < player }) ?? true else { throw .invalid(field: "entries") }
+                entries.append(.init(playerID: player, error: .nanoseconds(try r.i64("entry.error", within: Limits.syncErrorNs))))
+            }
+            message = .syncReport(SyncReport(wantsReports: flags & 1 != 0, entries: entries))
         case .epochKey:
             let epoch = try r.u32("epoch")
             let key = Array(try r.raw(32, "key"))

@@ -51,6 +51,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .participant(try c.decode(ParticipantRecord.self, forKey: .participant))
         case "clock_report":
             message = .clockReport(try c.decode(ClockReport.self, forKey: .report))
+        case "sync_report":
+            message = .syncReport(try c.decode(SyncReport.self, forKey: .report))
         case "epoch_key":
             message = .epochKey(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key), removed: try c.decode([PeerID].self, forKey: .removed))
         case "member_key":
@@ -109,6 +111,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case .participant(let p):
             try c.encode(p, forKey: .participant)
         case .clockReport(let r):
+            try c.encode(r, forKey: .report)
+        case .syncReport(let r):
             try c.encode(r, forKey: .report)
         case .epochKey(let epoch, let key, let removed):
             try c.encode(epoch, forKey: .epoch)

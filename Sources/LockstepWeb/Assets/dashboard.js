@@ -1,6 +1,6 @@
-// The dashboard: the agent's view of the group, live. Subscribes to state, peer and player
-// changes over the WebSocket; the clock and the players' sync errors have no subscription in the
-// player protocol, so they are requested once a second on the same socket.
+// The dashboard: the agent's view of the group, live. Everything arrives as events over the
+// WebSocket (topics state, peers, players, and clock and sync, which the agent pushes about once
+// a second); nothing is polled.
 import { LockstepConnection, describeOrigin } from "/lockstep.js";
 
 const $ = (id) => document.getElementById(id);
@@ -85,20 +85,17 @@ function showPeers(peers) {
   $("peers").replaceChildren(...peers.map((p) => row([p.name, p.state, p.preferred ?? (p.addresses ?? [])[0] ?? "–", p.last_heard_ago_ns !== undefined ? ms(p.last_heard_ago_ns, 0) + " ago" : "–"])));
 }
 
-async function refreshClock(connection) {
-  const c = await connection.request("clock");
+function showClock(c) {
   const now = performance.now();
   $("clocks").replaceChildren(...(c.peers ?? []).map((p) => row([p.name ?? p.peer_id?.slice(0, 8), ms(p.offset_ns), ms(p.error_bound_ns), ms(p.delay_ns), p.skew_ppm !== undefined ? Number(p.skew_ppm).toFixed(2) + " ppm" : "–"])));
   for (const p of c.peers ?? []) if (p.offset_ns !== undefined) push(clockSeries, p.name ?? p.peer_id, [now, p.offset_ns / 1e6, (p.error_bound_ns ?? 0) / 1e6]);
   plot($("clock-plot"), clockSeries, "clock offset, ms");
 }
 
-async function refreshPlayers(connection) {
-  const r = await connection.request("players");
+function showPlayers(players, measured) {
   const now = performance.now();
-  const players = r.players ?? [];
   $("players").replaceChildren(...players.map((p) => row([p.participant?.peer_name ?? "", p.participant?.name ?? "", p.participant?.readiness ?? "", p.sync_error_ns !== undefined ? ms(p.sync_error_ns, 2) : "–"])));
-  for (const p of players) if (p.sync_error_ns !== undefined && p.sync_error_ns !== null) push(syncSeries, `${p.participant?.peer_name}/${p.participant?.name}`, [now, p.sync_error_ns / 1e6]);
+  if (measured) for (const p of players) if (p.sync_error_ns !== undefined && p.sync_error_ns !== null) push(syncSeries, `${p.participant?.peer_name}/${p.participant?.name}`, [now, p.sync_error_ns / 1e6]);
   plot($("sync-plot"), syncSeries, "sync error, ms");
 }
 
@@ -109,11 +106,12 @@ async function main() {
   const status = await connection.request("status");
   $("agent").textContent = `${status.name} · ${status.peers_reachable ?? 0} peers reachable · group ${status.group?.name ?? ""}`;
   window.lockstepDashboard = { connection, updates: 0, lastUpdate: null };
-  const state = await connection.request("subscribe", { topics: ["state", "peers", "players"] });
+  const state = await connection.request("subscribe", { topics: ["state", "peers", "players", "clock", "sync"] });
   showState(state);
   for (const item of state.items ?? []) if (item.origin) addHistory(`${item.id}: ${describeOrigin(item.origin)} → ${item.state}`);
   const peers = await connection.request("peers");
   showPeers(peers.peers ?? []);
+  showPlayers((await connection.request("players")).players ?? [], false);
   const updated = (kind) => { const d = window.lockstepDashboard; d.updates++; d.lastUpdate = { kind, at: performance.now() }; };
   connection.addEventListener("state_changed", async (e) => {
     const m = e.detail;
@@ -123,7 +121,9 @@ async function main() {
     updated("state");
   });
   connection.addEventListener("peer_changed", async () => { showPeers((await connection.request("peers")).peers ?? []); updated("peer"); });
-  connection.addEventListener("players_changed", () => { refreshPlayers(connection); updated("players"); });
+  connection.addEventListener("players_changed", (e) => { showPlayers(e.detail.players ?? [], false); updated("players"); });
+  connection.addEventListener("clock_changed", (e) => { showClock(e.detail.clock ?? {}); updated("clock"); });
+  connection.addEventListener("sync_changed", (e) => { showPlayers(e.detail.players ?? [], true); updated("sync"); });
   connection.addEventListener("close", () => { $("status").textContent = "Disconnected from the agent."; });
   for (const b of document.querySelectorAll("button[data-action]")) {
     b.onclick = async () => {
@@ -136,15 +136,10 @@ async function main() {
     };
   }
   $("status").textContent = "Live.";
-  const tick = async () => {
-    await Promise.all([refreshClock(connection), refreshPlayers(connection)]).catch(() => {});
-  };
   setInterval(() => {
     const dd = [...$("group").querySelectorAll("dt")].find((dt) => dt.textContent === "Position")?.nextElementSibling;
     if (dd) dd.textContent = positionText(lastState);
   }, 250);
-  await tick();
-  setInterval(tick, 1000);
 }
 
 main().catch((e) => { $("status").textContent = "Error: " + e.message; });
