@@ -94,6 +94,8 @@ public final class WebLabGroup: @unchecked Sendable {
         public var changes: [String]?
         /// The last timeline the page got, as JSON text (for failure messages).
         public var timeline: String?
+        /// The media element's and the player's inner state, as JSON text (for failure messages).
+        public var debug: String?
     }
 
     public func state() async throws -> PageState {
@@ -111,7 +113,10 @@ public final class WebLabGroup: @unchecked Sendable {
               return JSON.stringify({connected: true, pairing: false, synced: p.clock.synced, paused: el.paused, item: p.coordinator.item,
                 reads, errorMs: p.player.errorMs, boundNs: p.clock.errorBoundNs,
                 changes: [...document.querySelectorAll('#changes li')].map(li => li.textContent),
-                timeline: JSON.stringify(p.coordinator.timeline) + ' ready=' + p.player.ready});
+                timeline: JSON.stringify(p.coordinator.timeline) + ' ready=' + p.player.ready,
+                debug: JSON.stringify({hidden: document.hidden, seeking: el.seeking, readyState: el.readyState, calibrating: p.player.calibrating,
+                  rate: el.playbackRate, seekLatencyMs: p.player.seekLatencyMs, playLatencyMs: p.player.playLatencyMs,
+                  sinceSeekMs: performance.now() - (p.player.lastSeek ?? -Infinity), skewPPM: p.clock.skewPPM, samples: p.clock.samples.length})});
             })()
             """, session: page)
     }

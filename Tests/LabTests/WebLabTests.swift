@@ -67,7 +67,7 @@ struct WebLabTests {
                 let s = try await g.state()
                 guard let tl = try await g.timeline(), let e = g.error(s, timeline: tl) else { return false }
                 last = e
-                seen = "agent: \(tl.state) \(tl.positionNs) at \(tl.hostTimeNs ?? 0) rate \(tl.rate); page: \(s.timeline ?? "")"
+                seen = "agent: \(tl.state) \(tl.positionNs) at \(tl.hostTimeNs ?? 0) rate \(tl.rate); page: \(s.timeline ?? ""), its error \(s.errorMs ?? .nan) ms, \(s.debug ?? "")"
                 return abs(e) <= Self.steadyP95Ms && s.paused == false
             }
             if took == nil { print("web lab: not in step after \(timeout) s, last error \(last ?? .nan) ms; \(seen)") }
@@ -157,6 +157,7 @@ struct WebLabTests {
         let stallEnd = try await g.stall(seconds: 1)
         let recovery = try await g.recovery(after: stallEnd)
         print("web lab: after the stall, spreads (ms)", recovery.spreads.map { ($0 * 10).rounded() / 10 })
+        if recovery.seconds == nil, let s = try? await g.state() { print("web lab: page after the stall: error \(s.errorMs ?? .nan) ms, \(s.debug ?? "")") }
         #expect((recovery.seconds ?? .infinity) <= 2, "back in step \(recovery.seconds.map { "\($0) s" } ?? "not within 10 s") after a 1 s stall")
         let anchorAfter = try #require(try await g.timeline())
         #expect(anchorAfter.originTimeNs == anchorBefore.originTimeNs && anchorAfter.positionNs == anchorBefore.positionNs, "the browser's stall does not re-anchor the group: \(anchorBefore) then \(anchorAfter)")

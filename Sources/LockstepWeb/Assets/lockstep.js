@@ -152,7 +152,12 @@ export class HostClock extends EventTarget {
       const w = windows.get(k);
       if (!w || s.delay < w.delay) windows.set(k, s);
     }
-    const pts = [...windows.values()];
+    // Windows whose best round trip is far above the least one say little: a page in a
+    // background tab (timers throttled, messages handled up to a second late) or a congested
+    // Wi-Fi. Left in, a few of them tilt the line and move the level by hundreds of ms.
+    const all = [...windows.values()];
+    const least = Math.min(...all.map((p) => p.delay));
+    const pts = all.filter((p) => p.delay <= 2 * least + 2e6);
     if (pts.length < 5 || pts[pts.length - 1].t - pts[0].t < 10000) { this.fit = null; return; }
     const t0 = pts[pts.length - 1].t;
     let sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -160,8 +165,10 @@ export class HostClock extends EventTarget {
     const n = pts.length, den = n * sxx - sx * sx;
     const b = den > 0 ? (n * sxy - sx * sy) / den : 0;
     const a = (sy - b * sx) / n;
-    // Anchor on the best recent exchange: the line gives the drift, the best exchange the level.
-    const best = this.best();
+    // Anchor on the best recent exchange among those kept: the line gives the drift, the best
+    // exchange the level.
+    const recent = pts.filter((p) => p.t >= t0 - 30000);
+    const best = recent.reduce((m, p) => (!m || p.delay < m.delay ? p : m), null);
     const level = best ? best.offset - (a + b * (best.t - t0)) : 0;
     this.fit = { t0, a: a + level, b };
   }
@@ -403,14 +410,16 @@ export class MediaElementPlayer extends EventTarget {
     this.recent = (this.recent ?? []).concat([raw]).slice(-6);
     const err = Math.max(...this.recent);
     this.errorMs = err;
+    // The first error after a seek (a start) says how far off the seek's (play()'s) latency was.
+    // An error beyond any plausible misestimate teaches nothing (the element was held paused, the
+    // tab was throttled): learnt, it would make every later seek miss by as much, and once the
+    // latency grew past the re-seek interval the page would seek for ever without learning back.
     if (this.learnSeek === tl && this.recent.length >= 3) {
-      // The first error after a seek says how far off the seek's latency was.
-      this.seekLatencyMs = Math.max(20, Math.min(1000, this.seekLatencyMs - err));
+      if (Math.abs(err) < 250) this.seekLatencyMs = Math.max(20, Math.min(1000, this.seekLatencyMs - err));
       this.learnSeek = null;
     }
     if (this.learnStart === tl && hostNs - tl.host_time_ns > 150e6 && this.recent.length >= 3) {
-      // The start's error says how far off the play() latency was.
-      this.playLatencyMs = Math.max(0, Math.min(500, this.playLatencyMs - err));
+      if (Math.abs(err) < 200) this.playLatencyMs = Math.max(0, Math.min(500, this.playLatencyMs - err));
       this.learnStart = null;
     }
     // Reports every 100 ms (the protocol's "plenty"), though the loop looks every 50 ms.
@@ -421,7 +430,8 @@ export class MediaElementPlayer extends EventTarget {
     if (el.paused) { el.playbackRate = tl.rate; el.play().catch(() => {}); return; }
     const t = this.tuning;
     if (Math.abs(err) > t.seekThresholdMs) {
-      if (performance.now() - (this.lastSeek ?? 0) > 1000) this.#seekAhead(tl);
+      // Not before the last seek was measured (three readings), so that it teaches its lesson.
+      if (this.recent.length >= 3 && performance.now() - (this.lastSeek ?? 0) > 1000) this.#seekAhead(tl);
       return;
     }
     // Nudges of at most 5 % (under a semitone, for half a second), farther than seekThresholdMs a seek. With
