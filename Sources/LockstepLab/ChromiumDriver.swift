@@ -105,8 +105,8 @@ public final class ChromiumDriver: @unchecked Sendable {
     }
 
     /// Opens `url` in a new tab; returns the tab's session.
-    public func open(_ url: String) async throws -> String {
-        let target = try await send("Target.createTarget", ["url": url])
+    public func open(_ url: String, newWindow: Bool = false) async throws -> String {
+        let target = try await send("Target.createTarget", ["url": url, "newWindow": newWindow])
         guard let targetID = target["targetId"] as? String else { throw Failure(description: "no target for \(url)") }
         let attached = try await send("Target.attachToTarget", ["targetId": targetID, "flatten": true])
         guard let session = attached["sessionId"] as? String else { throw Failure(description: "cannot attach to \(url)") }

@@ -94,7 +94,9 @@ struct WebLabTests {
         #expect(position > 200e9 && position < 210e9, "the media element is where h2 sent the group: \(position / 1e9) s")
 
         // The dashboard, in another tab of the same browser: live, and its pause button pauses the group.
-        let dashboard = try await g.browser.open("\(g.origin)/dashboard")
+        // In a window of its own, so that the player's page stays in front and the screenshot
+        // shows its error as it plays (a background tab's timers are throttled).
+        let dashboard = try await g.browser.open("\(g.origin)/dashboard", newWindow: true)
         struct Live: Decodable { let live: Bool; let history: Int; let peers: Int; let clocks: Int }
         let liveExpression = """
             JSON.stringify({live: document.getElementById('status').textContent === 'Live.', history: document.querySelectorAll('#history li').length,
