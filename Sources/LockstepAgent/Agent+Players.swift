@@ -207,9 +207,11 @@ extension Agent {
             participants: p.item.map { node.coordinator.participants(on: $0, view: view).map(participantView) } ?? [])
     }
 
-    /// Every player on every present peer; sync errors of this agent's players as measured, of
-    /// other peers' players as their agents last reported them (while reports flow).
+    /// Every player on every present peer, with sync errors measured in the last 3 s: this
+    /// agent's players' as measured, other peers' as their agents reported them (while reports
+    /// flow). A paused or stopped player has none: an old error would read as a current fault.
     func playersView(now: LocalTime) -> PlayersResult {
+        let local = Dictionary(uniqueKeysWithValues: node.coordinator.syncErrors(now: now, within: node.syncReports.configuration.freshness).map { ($0.playerID, $0.error) })
         var names: [UInt64: String] = [:]
         for r in node.group.state.items.values { names[r.item.stableHash] = r.item.value }
         for p in node.coordinator.players.values { if let i = p.item { names[i.stableHash] = i.value } }
@@ -220,8 +222,7 @@ extension Agent {
                     peerID: peer.hex, peerName: name(of: peer), playerID: s.playerID, name: s.name, readiness: Readiness(s.readiness),
                     suspensionReasons: s.suspensions.map(\.text), local: peer == identity.peerID)
                 let item = s.itemHash.map { names[$0] ?? String($0, radix: 16) }
-                let syncError = peer == identity.peerID
-                    ? node.coordinator.players[s.playerID]?.sync.lastError?.ns : node.syncReports.errors(of: peer, now: now)[s.playerID]?.ns
+                let syncError = (peer == identity.peerID ? local : node.syncReports.errors(of: peer, now: now))[s.playerID]?.ns
                 list.append(ParticipantWithItem(participant: view, item: item, solo: s.solo, outputLatencyNs: s.outputLatency.ns, startLatencyNs: s.startLatency.ns, syncErrorNs: syncError))
             }
         }

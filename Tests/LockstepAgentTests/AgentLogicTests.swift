@@ -79,7 +79,7 @@ struct AgentLogicTests {
         }
     }
 
-    @Test("a subscriber of clock and sync gets clock_changed each second, sync_changed once a player's error is measured, and nothing once it is gone")
+    @Test("a subscriber of clock and sync gets clock_changed each second, sync_changed while a player's error is current (one more to clear it), and nothing once it is gone")
     func measurementTopics() async throws {
         try await withTemporaryDirectory { dir in
             let h = try Harness(dir: dir)
@@ -112,6 +112,20 @@ struct AgentLogicTests {
             #expect(sync["event"] as? String == "sync_changed")
             let error = ((sync["players"] as? [[String: Any]])?.first?["sync_error_ns"] as? NSNumber)?.int64Value
             #expect(error.map { abs($0 + 2_000_000) < 10_000 } == true, "sync error \(String(describing: error)) ns, about −2 ms")
+
+            // No report for over 3 s: the error is no longer current; one push clears it, then none.
+            h.clock.advance(by: 3_000_000_000)
+            await h.agent.tick()
+            #expect(await Self.next(&lines)["event"] as? String == "clock_changed")
+            let cleared = await Self.next(&lines)
+            #expect(cleared["event"] as? String == "sync_changed")
+            #expect((cleared["players"] as? [[String: Any]])?.count == 1)
+            #expect((cleared["players"] as? [[String: Any]])?.first?["sync_error_ns"] == nil)
+            for _ in 0..<2 {
+                h.clock.advance(by: 1_000_000_000)
+                await h.agent.tick()
+                #expect(await Self.next(&lines)["event"] as? String == "clock_changed", "no sync_changed while nothing is measured")
+            }
 
             await h.agent.disconnected(watcher)
             #expect(await h.agent.measurements.nextDue == nil)
