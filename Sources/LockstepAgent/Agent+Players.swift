@@ -42,6 +42,10 @@ extension Agent {
         case "ready", "buffering":
             let id = try playerWithItem(client)
             run(node.onPlayerReadiness(id: id, type == "ready" ? .ready : .buffering, now: now), request, now: now)
+        case "start_latency":
+            let id = try playerID(of: client)
+            let r = try request.decode(StartLatencyRequest.self)
+            run(node.onPlayerStartLatency(id: id, .nanoseconds(r.startLatencyNs), now: now), request, now: now)
         case "intent":
             let id = try playerID(of: client)
             let r = try request.decode(IntentRequest.self)

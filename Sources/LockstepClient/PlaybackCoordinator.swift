@@ -87,6 +87,9 @@ public actor PlaybackCoordinator {
     public private(set) var groupItem: GroupItem?
     /// Connected to the agent, hello said and item restored.
     public private(set) var isConnected = false
+    /// The start latency declared at each hello: the configuration's, until
+    /// ``updateStartLatency(_:)`` changes it.
+    public private(set) var startLatencyNs: Int64?
 
     private var policy: CoordinatorPolicy
     private var client: LockstepClient?
@@ -103,6 +106,7 @@ public actor PlaybackCoordinator {
     public init(delegate: any PlayerDelegate, configuration: Configuration, clock: any HostClock = MonotonicClock()) {
         self.delegate = delegate
         self.configuration = configuration
+        self.startLatencyNs = configuration.startLatencyNs
         self.clock = clock
         self.policy = CoordinatorPolicy(capabilities: configuration.capabilities, reportIntervalNs: configuration.reportIntervalNs)
         (stepStream, steps) = AsyncStream<Step>.makeStream()
@@ -251,6 +255,19 @@ public actor PlaybackCoordinator {
         return r.latencies
     }
 
+    /// Declares a new start latency (0 to 10 s): the player measured itself, or what its next
+    /// start needs changed. Sent at once when connected (`start_latency`), and at every later
+    /// hello. An agent older than the request answers `unknown_type`, which is thrown; the
+    /// value is still declared at the next connection.
+    public func updateStartLatency(_ startLatencyNs: Int64) async throws {
+        guard PlayerLimits.latencyNs.contains(startLatencyNs) else {
+            throw ProtocolError(.invalidField, "start_latency_ns must be within \(PlayerLimits.latencyNs.lowerBound)...\(PlayerLimits.latencyNs.upperBound), not \(startLatencyNs)")
+        }
+        self.startLatencyNs = startLatencyNs
+        guard isConnected else { return }
+        let _: EmptyResult = try await request("start_latency", StartLatencyRequest(startLatencyNs: startLatencyNs))
+    }
+
     // MARK: Inside
 
     private func request<R: Decodable & Sendable>(_ type: String, _ params: some Encodable & Sendable = EmptyResult()) async throws -> R {
@@ -277,7 +294,7 @@ public actor PlaybackCoordinator {
 
     private func hello(_ client: LockstepClient) async throws {
         let c = configuration
-        let hello = HelloRequest(role: .player, name: c.name, capabilities: c.capabilities, outputLatencyNs: c.outputLatencyNs, startLatencyNs: c.startLatencyNs, syncToleranceNs: c.syncToleranceNs)
+        let hello = HelloRequest(role: .player, name: c.name, capabilities: c.capabilities, outputLatencyNs: c.outputLatencyNs, startLatencyNs: startLatencyNs, syncToleranceNs: c.syncToleranceNs)
         let result: HelloResult = try await client.request("hello", hello)
         playerID = result.playerID
         self.client = client

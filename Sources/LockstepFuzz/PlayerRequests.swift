@@ -19,6 +19,7 @@ let playerRequests: [PlayerRequestKind] = [
         CommandRequest(action: .load, item: "https://example.com/a.mp4", title: "A", artworkURL: "https://example.com/a.jpg", durationNs: 60_000_000_000),
     ]),
     PlayerRequestKind("subscribe", SubscribeRequest.self, examples: [SubscribeRequest(topics: [.state, .peers, .players])]),
+    PlayerRequestKind("start_latency", StartLatencyRequest.self, examples: [StartLatencyRequest(startLatencyNs: 60_000_000)]),
 ]
 
 /// One request type: how to decode a line as it, and example lines.

@@ -129,7 +129,7 @@ public final class MPVBridge: Sendable {
                 tasks.addTask { await Self.readPositions(mpv, shared, options: o, into: sink) }
                 var policy = MPVBridgePolicy(configuration: o.policy, calibration: initial)
                 var end = End.mpvClosed
-                var lead = declared
+                var learnt = initial.startLatencyNs
                 for await message in messages {
                     guard case .input(let input) = message else {
                         if case .ended(let why) = message { end = why }
@@ -143,8 +143,8 @@ public final class MPVBridge: Sendable {
                         ])
                     }
                     shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions, wantsPositionsSoon: policy.wantsPositionsSoon) }
-                    if policy.startLatencyNs != lead {
-                        lead = policy.startLatencyNs
+                    if policy.calibration.startLatencyNs != learnt {
+                        learnt = policy.calibration.startLatencyNs
                         kept.withLock { $0 = policy.calibration }
                         logger.debug("start latency recalibrated", metadata: Self.metadata(policy.calibration))
                     }
@@ -362,6 +362,9 @@ public final class MPVBridge: Sendable {
                 logger.info("your change goes to the group", metadata: Self.metadata(intent))
                 let _: EmptyResult = try await agent.request("intent", intent)
             case .report(let report): try await agent.notify("position", report)
+            case .declareStartLatency(let ns):
+                let _: EmptyResult = try await agent.request("start_latency", StartLatencyRequest(startLatencyNs: ns))
+                logger.info("start latency declared", metadata: ["start_latency_ms": "\(ms(ns))"])
             }
         } catch LockstepClient.Failure.disconnected {
             // The agent went away: the session ends and says so; no line per lost action.

@@ -18,5 +18,7 @@ extension MPVBridgePolicy {
         case buffering
         case intent(IntentRequest)
         case report(PositionReport)
+        /// Agent: `start_latency`, this mpv's next start needs this long (ns).
+        case declareStartLatency(Int64)
     }
 }

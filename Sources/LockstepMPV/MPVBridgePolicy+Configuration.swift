@@ -15,6 +15,24 @@ extension MPVBridgePolicy {
         /// the agent's rate nudges). So a start is moved only when the bridge could not even
         /// write the seek and see its deadline in time.
         public var minimumLeadNs: Int64 = 10 * Nanos.millisecond
+        /// The start latency declared while mpv follows a group timeline (unless fixed): its plays
+        /// from where it stands paused and its pauses need no seek, only an unpause or a pause at
+        /// the instant (mpv moves within 1.7 ms p95 of an unpause). What it covers is the
+        /// burst of work a command causes on every agent, bridge and mpv at once (the command's
+        /// delivery, the bridge's timer waking late on a busy machine: up to 39 ms seen in the
+        /// 3-host lab on 2 cores).
+        public var inPlaceLatencyNs: Int64 = 60 * Nanos.millisecond
+        /// A start is made in place when mpv stands within this of the start's position (it
+        /// paused a little off the group's position, or played a moment when its user pressed
+        /// play): it unpauses that much earlier or later instead.
+        public var inPlaceWithinNs: Int64 = 100 * Nanos.millisecond
+        /// A start in place due sooner than ``minimumLeadNs`` is made that late, behind the group
+        /// by at most this (the agent's rate corrections close it); later than that, with a seek
+        /// to where the group is then.
+        public var inPlaceLateByAtMostNs: Int64 = 10 * Nanos.millisecond
+        /// A reading of a paused mpv taken at least this long after it paused says where it
+        /// stands (and will resume).
+        public var standingSettleNs: Int64 = 20 * Nanos.millisecond
         /// How the start latency is learnt when it is not fixed.
         public var calibration = StartLatencyCalibration.Configuration()
         /// A playing mpv that would be within this of a new playing timeline keeps playing.

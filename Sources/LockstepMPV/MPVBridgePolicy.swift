@@ -19,7 +19,10 @@ import LockstepPlayerProtocol
 ///   timeline sets it at the anchor.
 ///
 /// ## The agent's instructions
-/// - `timeline` playing from P at host time H: pause, seek to P exactly, unpause at H. If mpv is
+/// - `timeline` playing from P at host time H, mpv paused where it stands S (known: where the
+///   bridge's last exact seek went, or where it paused, read once paused): no seek, unpause at
+///   H + (S − P) / rate (a start *in place*: mpv moves within about 2 ms of an unpause, where an
+///   exact seek costs it tens of milliseconds). Otherwise pause, seek to P exactly, unpause at H. If mpv is
 ///   already playing at that rate and would be within ``Configuration/keepPlayingWithinNs`` of
 ///   P at H, it keeps playing (the agent's rate corrections close the rest) and nobody sees a
 ///   hiccup. An instruction due sooner than ``Configuration/minimumLeadNs`` is moved that far
@@ -29,6 +32,15 @@ import LockstepPlayerProtocol
 /// - `correction` `rate`: `speed` for a while, then back; `seek`: as a timeline start.
 /// - Position reports (`audio-pts`, read with host timestamps) go to the agent while mpv plays
 ///   on the group's timeline, not while an instruction of the bridge is being carried out.
+///
+/// ## The start latency declared
+/// Before the group has a timeline for mpv's file the next start may be a seek (a late join):
+/// the bridge declares the calibrated latency of this mpv's exact seeks. Once it follows the
+/// group, its plays and pauses are in place, and it declares
+/// ``Configuration/inPlaceLatencyNs`` (`start_latency`, ``Action/declareStartLatency(_:)``), so
+/// that the group's lead is not a seek's. A seek of the playing group then gets that shorter
+/// lead too: mpv jumps at once, and an unpause written before its seek completes starts a few
+/// milliseconds behind, which the agent's rate corrections close.
 ///
 /// ## Readiness
 /// `file-loaded` → `load` (the item: the `--id` given for that file, else its URL or absolute
@@ -62,6 +74,18 @@ public struct MPVBridgePolicy: Sendable {
     private var reportFrom: Int64 = .min
     /// What this mpv's exact seeks have cost: its start latency, unless fixed.
     public private(set) var calibration: StartLatencyCalibration
+    /// Where mpv stands, paused, as far as the bridge knows (nil: it does not, or mpv moves):
+    /// what makes a start in place possible.
+    private(set) var standing: Int64?
+    /// `standing` is an estimate made when mpv paused, to be replaced by a reading.
+    private var standingEstimated = false
+    /// Where mpv stood before it last resumed, if the bridge knew (a user's unpause that the
+    /// bridge takes back moves it by how long it played).
+    private var standingBeforeResume: Int64?
+    /// The target of the bridge's own seek under way.
+    private var seekTarget: Int64?
+    /// The start latency last declared to the agent.
+    public private(set) var declaredStartLatencyNs: Int64
 
     /// Speeds closer than this are the same: mpv reports `speed` with 6 decimals, and no user
     /// changes speed by less (the group's rates differ from 1 by the clocks' skew, a few ppm).
@@ -74,18 +98,23 @@ public struct MPVBridgePolicy: Sendable {
     /// `calibration`: what an earlier session of the same mpv learnt, if any.
     public init(configuration: Configuration = .init(), calibration: StartLatencyCalibration? = nil) {
         self.configuration = configuration
-        self.calibration = calibration ?? StartLatencyCalibration(configuration: configuration.calibration)
+        let calibration = calibration ?? StartLatencyCalibration(configuration: configuration.calibration)
+        self.calibration = calibration
+        declaredStartLatencyNs = configuration.startLatencyNs ?? calibration.startLatencyNs
     }
 
-    /// How far ahead this mpv needs its starts (declared to the agent): the fixed start latency,
-    /// else the calibrated one.
+    /// How far ahead this mpv needs its next start (declared to the agent): the fixed start
+    /// latency; else, while it follows a group timeline, ``Configuration/inPlaceLatencyNs`` (its
+    /// plays and pauses need no seek); else the calibrated latency of its exact seeks.
     public var startLatencyNs: Int64 {
-        configuration.startLatencyNs ?? calibration.startLatencyNs
+        if let fixed = configuration.startLatencyNs { return fixed }
+        return phase == .free ? calibration.startLatencyNs : configuration.inPlaceLatencyNs
     }
 
-    /// True while position readings are useful: mpv plays on the group's timeline.
+    /// True while position readings are useful: mpv plays on the group's timeline, or has just
+    /// paused where the bridge wants to know it stands.
     public var wantsPositions: Bool {
-        item != nil && paused == false
+        item != nil && (paused == false || (paused == true && standingEstimated))
     }
 
     /// True while a position reading is wanted as soon as possible: the group's pause is pending
@@ -117,6 +146,7 @@ public struct MPVBridgePolicy: Sendable {
         case .fileEnded: out = fileEnded()
         case .seekStarted:
             seeks.started(now: now, loaded: item != nil)
+            if seekTarget == nil { forgetWhereItStood() }  // the user's seek
             out = []
         case .playbackRestarted(let position): out = playbackRestarted(at: position, now: now)
         case .position(let position, let at): out = positionRead(position, at: at, now: now)
@@ -126,13 +156,22 @@ public struct MPVBridgePolicy: Sendable {
         case .itemProposed(let e): out = itemProposed(e)
         case .tick: out = []
         }
-        return out + due(now: now)
+        return out + due(now: now) + declareStartLatency()
+    }
+
+    /// The start latency, when it is not the one last declared.
+    private mutating func declareStartLatency() -> [Action] {
+        let wanted = startLatencyNs
+        guard wanted != declaredStartLatencyNs else { return [] }
+        declaredStartLatencyNs = wanted
+        return [.declareStartLatency(wanted)]
     }
 
     // MARK: - mpv
 
     private mutating func pauseChanged(to p: Bool, now: Int64) -> [Action] {
         let previous = paused
+        if previous != p { noteStanding(paused: p, now: now) }
         paused = p
         if previous != p { lastPauseChange = now }
         guard item != nil, let previous, previous != p else { return [] }
@@ -147,8 +186,9 @@ public struct MPVBridgePolicy: Sendable {
         if case .starting = phase {
             return [.setPause(true)]  // the group starts at its anchor anyway
         }
-        // The user pressed play: back to paused until the group starts together.
-        return [.intent(IntentRequest(action: .play))] + (grouped ? [.setPause(true)] : [])
+        // The user pressed play: back to paused (first: the less it moves, the better the
+        // bridge knows where it stands) until the group starts together.
+        return (grouped ? [.setPause(true)] : []) + [.intent(IntentRequest(action: .play))]
     }
 
     private mutating func speedChanged(to s: Double) -> [Action] {
@@ -180,16 +220,30 @@ public struct MPVBridgePolicy: Sendable {
     }
 
     private mutating func playbackRestarted(at position: Int64?, now: Int64) -> [Action] {
-        let own = seeks.ownRunning
+        let own = seeks.ownRunning, target = seekTarget
+        seekTarget = nil
         guard seeks.restarted() else {
-            if own { calibration.seekCompleted(now: now) }
+            if own {
+                calibration.seekCompleted(now: now)
+                // Paused after an exact seek, mpv stands at its target (its readings say less
+                // for a while: see ``Configuration/pauseWithoutSeekWithinNs``).
+                if paused == true, let target { (standing, standingEstimated) = (target, false) }
+            }
             return []
         }
+        forgetWhereItStood()
         guard let position else { return [] }
         return [.intent(IntentRequest(action: .seek, positionNs: max(0, position)))]
     }
 
     private mutating func positionRead(_ position: Int64, at: Int64, now: Int64) -> [Action] {
+        if paused == true {
+            // Paused without a seek since: where mpv stands, as it will resume.
+            if standingEstimated, seekTarget == nil, at >= lastPauseChange + configuration.standingSettleNs {
+                (standing, standingEstimated) = (position, false)
+            }
+            return []
+        }
         lastReading = (position, at)
         guard case .following = phase, paused == false, !seeks.ownUnderWay(now: now), at >= reportFrom else { return [] }
         return [.report(PositionReport(positionNs: position, hostTimeNs: at))]
@@ -271,13 +325,16 @@ public struct MPVBridgePolicy: Sendable {
     private mutating func carryOut(_ hold: Phase.Hold, now: Int64) -> [Action] {
         var h = hold
         let latest = h.at + configuration.pauseLateByAtMostNs
-        if now >= h.due, !h.refined, paused == false, usableReading(now: now) == nil, now < latest {
+        if now >= h.due, !h.refined, paused == false, reading(now: now) == nil, now < latest {
             // mpv plays (resumed after its user's own pause, say) but has not said where since:
             // wait a little for its next reading rather than pause and seek now (paused after a
-            // seek, mpv misreports its position for a while).
-            h.due = min(now + Self.readingWaitNs, latest)
+            // seek, mpv misreports its position for a while); but no longer than until it gets
+            // to the group's position by where it stood when it resumed, if the bridge knew.
+            var next = min(now + Self.readingWaitNs, latest)
+            if let reaches = instant(of: h.position, now: now) { next = min(next, reaches) }
+            if next > now { h.due = next }
         }
-        if now >= h.at, !h.refined, let reaches = instant(of: h.position, now: now), reaches > now, reaches <= latest {
+        if now >= h.at, !h.refined, let reaches = instant(of: h.position, now: now, readingOnly: true), reaches > now, reaches <= latest {
             // mpv is a little behind the group (it lost time, say, to the user's own pause):
             // pausing when it gets there leaves it exactly at the group's position, no seek.
             h.refined = true
@@ -311,6 +368,15 @@ public struct MPVBridgePolicy: Sendable {
             phase = .following(rate: rate)
             return out
         }
+        if paused == true, let s = standing, seekTarget == nil, (s - position).magnitude <= configuration.inPlaceWithinNs {
+            // In place: unpause when the group's timeline reaches where mpv stands.
+            let u = at.addingSaturating(Int64(saturating: (Double(s - position) / rate).rounded()))
+            let soonest = now + configuration.minimumLeadNs
+            if u.addingSaturating(configuration.inPlaceLateByAtMostNs) >= soonest {
+                phase = .starting(Phase.Start(at: max(u, soonest), rate: rate, correctionUntil: correctionUntil))
+                return out
+            }
+        }
         var startAt = at, from = position
         if startAt < now + configuration.minimumLeadNs {
             startAt = now + configuration.minimumLeadNs
@@ -337,15 +403,28 @@ public struct MPVBridgePolicy: Sendable {
         return (predicted - position).magnitude <= tolerance
     }
 
-    /// The host time at which mpv, playing, reaches `position`, by its last position reading.
-    private func instant(of position: Int64, now: Int64) -> Int64? {
-        guard let r = usableReading(now: now), let s = speed, s > 0 else { return nil }
+    /// The host time at which mpv, playing, reaches `position`, by its last position reading
+    /// (`readingOnly`: not by where it stood when it resumed).
+    private func instant(of position: Int64, now: Int64, readingOnly: Bool = false) -> Int64? {
+        guard let r = readingOnly ? reading(now: now) : usableReading(now: now), let s = speed, s > 0 else { return nil }
         return r.at.addingSaturating(Int64(saturating: (Double(position - r.position) / s).rounded()))
     }
 
-    /// The last position reading if it still describes mpv: playing since before it, no seek
-    /// of the bridge's under way, recent.
+    /// The last position reading (``reading(now:)``); with none since mpv last resumed, where it stood then
+    /// (when the bridge knew) stands in for one taken at the resume: the pausing user's own mpv,
+    /// resumed by the bridge until the group's instant, then pauses where the group pauses even
+    /// if no reading comes in time (with a short lead, on a busy machine, none may).
     private func usableReading(now: Int64) -> (position: Int64, at: Int64)? {
+        if let r = reading(now: now) { return r }
+        guard paused == false, !seeks.ownRunning, let s = standingBeforeResume, now - lastPauseChange < configuration.readingMaxAgeNs else { return nil }
+        return (s, lastPauseChange)
+    }
+
+    /// The last position reading if it still describes mpv: read since it last resumed, no seek
+    /// of the bridge's under way, recent. (A reading is stamped at its IPC round trip's middle;
+    /// where mpv stood when it resumed, with the time the bridge learnt of the resume, which
+    /// can be late on a busy machine.)
+    private func reading(now: Int64) -> (position: Int64, at: Int64)? {
         guard paused == false, !seeks.ownRunning, let r = lastReading, r.at > lastPauseChange,
               now - r.at < configuration.readingMaxAgeNs else { return nil }
         return r
@@ -365,6 +444,8 @@ public struct MPVBridgePolicy: Sendable {
     private mutating func ownSeek(_ position: Int64, now: Int64) -> Action {
         seeks.issued(now: now, window: configuration.ownSeekWindowNs)
         calibration.seekIssued(now: now)
+        forgetWhereItStood()
+        seekTarget = max(0, position)
         return .seek(positionNs: max(0, position))
     }
 
@@ -372,6 +453,35 @@ public struct MPVBridgePolicy: Sendable {
         phase = .free
         seeks.forgetUser()
         lastReading = nil
+        forgetWhereItStood()
+        seekTarget = nil
+    }
+
+    // MARK: - Where mpv stands
+
+    /// mpv pauses (`paused`) or resumes at `now`: where it stands on pausing is estimated from its
+    /// last reading (or from where it stood when it resumed, plus how long it played), until a
+    /// reading once paused says.
+    private mutating func noteStanding(paused p: Bool, now: Int64) {
+        guard p else {
+            standingBeforeResume = seekTarget == nil ? standing : nil
+            forgetStanding()
+            return
+        }
+        guard seekTarget == nil, let s = speed, s > 0, let r = usableReading(now: now) else { return forgetStanding() }
+        standing = r.position.addingSaturating(Int64(saturating: (Double(now - r.at) * s).rounded()))
+        standingEstimated = true
+    }
+
+    private mutating func forgetStanding() {
+        standing = nil
+        standingEstimated = false
+    }
+
+    /// mpv moves by a seek: where it stood says nothing any more.
+    private mutating func forgetWhereItStood() {
+        forgetStanding()
+        standingBeforeResume = nil
     }
 
     private func osd(_ origin: Origin) -> [Action] {

@@ -1,8 +1,10 @@
 import LockstepCore
 
-/// How far ahead this mpv needs its starts, learnt from its own exact seeks: the time from the
-/// bridge's seek to mpv's `playback-restart` (a start is a pause, an exact seek and an unpause
-/// written at the anchor; the unpause itself moves the position within about a millisecond).
+/// How far ahead this mpv needs a start that seeks, learnt from its own exact seeks: the time from
+/// the bridge's seek to mpv's `playback-restart` (such a start is a pause, an exact seek and an
+/// unpause written at the anchor; the unpause itself moves the position within about a
+/// millisecond). Declared until mpv follows a group timeline, whose plays and pauses are made in
+/// place (``MPVBridgePolicy/Configuration/inPlaceLatencyNs``).
 /// Pure: the shell says when a seek is issued and completes, with host times.
 ///
 /// What an exact seek costs depends on the media and the machine (mpv 0.35.1, Debian 12,

@@ -42,6 +42,26 @@ public struct HelloRequest: Codable, Sendable, Equatable, PlayerRequest {
     }
 }
 
+/// `start_latency`: a player's start latency changes while it is connected (it has measured
+/// itself, or what it must do for its next start changed). The agent anchors group commands
+/// with the new value from now on, and the other peers once they have this player's record.
+public struct StartLatencyRequest: Codable, Sendable, Equatable, PlayerRequest {
+    /// As `hello`'s `start_latency_ns`.
+    public var startLatencyNs: Int64
+
+    public init(startLatencyNs: Int64) {
+        self.startLatencyNs = startLatencyNs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case startLatencyNs = "start_latency_ns"
+    }
+
+    public func validate() throws(ProtocolError) {
+        try check("start_latency_ns", startLatencyNs, within: PlayerLimits.latencyNs)
+    }
+}
+
 /// What a player can do. The sync policy uses only what the player has.
 public struct PlayerCapabilities: Codable, Sendable, Equatable {
     /// Can change its playback rate smoothly (small corrections by rate nudges).

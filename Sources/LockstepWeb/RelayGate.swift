@@ -10,7 +10,7 @@ public struct RelayGate: Sendable {
     /// Requests a browser may send: the player requests and the dashboard's read-and-control set.
     public static let allowedTypes: Set<String> = [
         "hello", "load", "join_group", "unload", "ready", "buffering", "intent", "play_immediately",
-        "position", "begin_suspension", "end_suspension", "playback_status", "group_item",
+        "start_latency", "position", "begin_suspension", "end_suspension", "playback_status", "group_item",
         "status", "peers", "clock", "state", "command", "players", "subscribe",
     ]
 

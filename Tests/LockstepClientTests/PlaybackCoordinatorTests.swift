@@ -217,4 +217,24 @@ extension PlaybackCoordinatorTests {
             }
         }
     }
+
+    @Test("a start latency updated while connected is the player's at once, as the agent shows it")
+    func updatedStartLatency() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let coordinator = PlaybackCoordinator(delegate: VirtualPlayer(), name: "swift-mpv", socketPath: socket, startLatencyNs: 80 * Self.ms)
+                try await coordinator.run { c in
+                    func declared() async throws -> [Int64] {
+                        let players: PlayersResult = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("players") }
+                        return players.players.map(\.startLatencyNs)
+                    }
+                    #expect(try await declared() == [80 * Self.ms])
+                    try await c.updateStartLatency(30 * Self.ms)
+                    #expect(try await declared() == [30 * Self.ms])
+                    #expect(await c.startLatencyNs == 30 * Self.ms)
+                    await #expect(throws: ProtocolError.self) { try await c.updateStartLatency(-1) }
+                }
+            }
+        }
+    }
 }

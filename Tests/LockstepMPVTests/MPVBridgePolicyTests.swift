@@ -60,7 +60,7 @@ struct MPVBridgePolicyTests {
     @Test("the user's play becomes an intent and mpv is paused again until the group's anchor")
     func userPlayIsRevertedUntilAnchor() {
         var p = loaded()
-        #expect(p.handle(.pause(false), now: 100 * Self.ms) == [.intent(IntentRequest(action: .play)), .setPause(true)])
+        #expect(p.handle(.pause(false), now: 100 * Self.ms) == [.setPause(true), .intent(IntentRequest(action: .play))])
         // The bridge's own re-pause is not another intent.
         #expect(p.handle(.pause(true), now: 101 * Self.ms) == [])
     }
@@ -191,7 +191,8 @@ struct MPVBridgePolicyTests {
         var p = playing()
         #expect(p.handle(.pausedForCache(true), now: 5 * Nanos.second) == [.buffering])
         #expect(p.handle(.pausedForCache(false), now: 6 * Nanos.second) == [.ready])
-        #expect(p.handle(.fileEnded, now: 7 * Nanos.second) == [.unload])
+        // Without a file the next start may be a seek again: the calibrated latency is declared.
+        #expect(p.handle(.fileEnded, now: 7 * Nanos.second) == [.unload, .declareStartLatency(p.calibration.startLatencyNs)])
         #expect(p.item == nil)
     }
 
@@ -303,5 +304,102 @@ struct MPVBridgePolicyTests {
         #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: .pause)), .setPause(false)])
         _ = p.handle(timeline(.paused, position: 12_130 * Self.ms, at: 3_130 * Self.ms, action: .pause, local: true), now: 3_002 * Self.ms)
         #expect(p.handle(.pause(false), now: 3_003 * Self.ms) == [])
+    }
+
+    // MARK: - Starts in place
+
+    @Test("a play from where mpv stands after the bridge's exact seek needs no seek: it unpauses at the anchor")
+    func playInPlaceAfterSeek() {
+        var p = loaded()  // paused and sought to 0
+        let actions = p.handle(timeline(.playing, position: 0, at: 400 * Self.ms, local: true), now: 100 * Self.ms)
+        #expect(!actions.contains { if case .seek = $0 { true } else { false } })
+        #expect(p.nextDeadline == 400 * Self.ms)
+        #expect(p.handle(.tick, now: 400 * Self.ms) == [.setPause(false)])
+    }
+
+    @Test("paused without a seek, mpv stands where a reading once paused says; a play from the group's position unpauses that much later when it is ahead")
+    func playInPlaceAfterPauseReading() {
+        var p = playing()
+        _ = p.handle(.position(11_990 * Self.ms, at: 2_990 * Self.ms), now: 2_990 * Self.ms)
+        _ = p.handle(timeline(.paused, position: 12 * Nanos.second, at: 3 * Nanos.second, action: .pause), now: 2_991 * Self.ms)
+        #expect(p.handle(.tick, now: 3 * Nanos.second) == [.setPause(true)])
+        _ = p.handle(.pause(true), now: 3_001 * Self.ms)
+        // Estimated from the last reading: 12.001 s; a reading too soon after the pause is not trusted.
+        #expect(p.wantsPositions)
+        _ = p.handle(.position(11_950 * Self.ms, at: 3_010 * Self.ms), now: 3_010 * Self.ms)
+        _ = p.handle(.position(12_004 * Self.ms, at: 3_030 * Self.ms), now: 3_030 * Self.ms)
+        #expect(!p.wantsPositions)
+        let actions = p.handle(timeline(.playing, position: 12 * Nanos.second, at: 5 * Nanos.second, local: true), now: 4_900 * Self.ms)
+        #expect(!actions.contains { if case .seek = $0 { true } else { false } })
+        #expect(p.nextDeadline == 5_004 * Self.ms)
+    }
+
+    @Test("the user's play: mpv is paused again first, stands where it played to, and starts in place that much later")
+    func userPlayStartsInPlace() {
+        var p = loaded()  // stands at 0
+        #expect(p.handle(.pause(false), now: 100 * Self.ms) == [.setPause(true), .intent(IntentRequest(action: .play))])
+        _ = p.handle(.pause(true), now: 103 * Self.ms)  // it played 3 ms
+        _ = p.handle(timeline(.playing, position: 0, at: 200 * Self.ms, local: true), now: 105 * Self.ms)
+        #expect(p.nextDeadline == 203 * Self.ms)
+        #expect(p.handle(.tick, now: 203 * Self.ms) == [.setPause(false)])
+    }
+
+    @Test("a start in place due a little too soon is made at the minimum lead; one due long ago, or far from where mpv stands, seeks")
+    func inPlaceTooSoonOrTooFar() {
+        var p = loaded()
+        _ = p.handle(timeline(.playing, position: 0, at: 105 * Self.ms, local: true), now: 100 * Self.ms)
+        #expect(p.nextDeadline == 110 * Self.ms)  // 5 ms late rather than a seek
+        var q = loaded()
+        let late = q.handle(timeline(.playing, position: 0, at: 80 * Self.ms, local: true), now: 100 * Self.ms)
+        #expect(late.contains(.seek(positionNs: 30 * Self.ms)))
+        var r = loaded()
+        let far = r.handle(timeline(.playing, position: 150 * Self.ms, at: 400 * Self.ms, local: true), now: 100 * Self.ms)
+        #expect(far.contains(.seek(positionNs: 150 * Self.ms)))
+    }
+
+    @Test("the user's seek forgets where mpv stands: the next play seeks")
+    func userSeekForgetsStanding() {
+        var p = loaded()
+        _ = p.handle(.seekStarted, now: 100 * Self.ms)
+        _ = p.handle(.playbackRestarted(positionNs: 0), now: 110 * Self.ms)
+        let actions = p.handle(timeline(.playing, position: 0, at: 400 * Self.ms, local: true), now: 120 * Self.ms)
+        #expect(actions.contains(.seek(positionNs: 0)))
+    }
+
+    @Test("the declared start latency: the calibrated one before the group has a timeline, the in-place one while mpv follows it, the fixed one when fixed")
+    func declaredStartLatency() {
+        var p = P()
+        let calibrated = p.calibration.startLatencyNs
+        #expect(p.declaredStartLatencyNs == calibrated)
+        _ = p.handle(.pause(true), now: 0)
+        _ = p.handle(.speed(1), now: 0)
+        #expect(p.handle(.fileLoaded(path: Self.file, durationNs: nil, title: nil), now: 0).contains(.declareStartLatency(calibrated)) == false)
+        let following = p.handle(timeline(.paused, position: 0, at: 0, action: .load, local: true), now: 0)
+        #expect(following.last == .declareStartLatency(P.Configuration().inPlaceLatencyNs))
+        #expect(p.handle(.tick, now: 1).isEmpty)
+        #expect(p.handle(.fileEnded, now: 2) == [.unload, .declareStartLatency(calibrated)])
+
+        var c = P.Configuration()
+        c.startLatencyNs = 200 * Self.ms
+        var q = P(configuration: c)
+        _ = q.handle(.fileLoaded(path: Self.file, durationNs: nil, title: nil), now: 0)
+        #expect(!q.handle(timeline(.paused, position: 0, at: 0, action: .load, local: true), now: 0).contains(.declareStartLatency(200 * Self.ms)))
+        #expect(q.declaredStartLatencyNs == 200 * Self.ms)
+    }
+
+    @Test("the pausing user's own mpv, resumed by the bridge and with no reading since, pauses where the group pauses by where it stood when it resumed: no seek")
+    func userPauseWithoutReadingUsesWhereItStood() {
+        var p = loaded()  // stands at 0
+        _ = p.handle(timeline(.playing, position: 0, at: 200 * Self.ms, local: true), now: 100 * Self.ms)
+        _ = p.handle(.tick, now: 200 * Self.ms)
+        _ = p.handle(.pause(false), now: 200 * Self.ms)
+        _ = p.handle(.position(790 * Self.ms, at: 990 * Self.ms), now: 990 * Self.ms)
+        // The user pauses at 1 s (at 0.8 s of the film); mpv is resumed 10 ms later; no reading comes.
+        #expect(p.handle(.pause(true), now: 1_000 * Self.ms) == [.intent(IntentRequest(action: .pause)), .setPause(false)])
+        _ = p.handle(timeline(.paused, position: 850 * Self.ms, at: 1_050 * Self.ms, action: .pause, local: true), now: 1_002 * Self.ms)
+        _ = p.handle(.pause(false), now: 1_010 * Self.ms)
+        #expect(p.handle(.tick, now: 1_050 * Self.ms) == [])
+        #expect(p.nextDeadline == 1_060 * Self.ms)
+        #expect(p.handle(.tick, now: 1_060 * Self.ms) == [.setPause(true)])
     }
 }

@@ -89,19 +89,21 @@ struct MPVBridgePolicyCalibrationTests {
                                 origin: Origin(peerID: "p1", name: "here", action: .play, reason: nil, local: true, lamport: 1)))
     }
 
-    @Test("the policy's own exact seeks set its start latency; a start with less notice is still made at the group's instant and position, one within 10 ms is moved later")
+    @Test("the policy's own exact seeks set its calibrated start latency, declared only without a group timeline; a start with less notice is still made at the group's instant and position, one within 10 ms is moved later")
     func ownSeeksCalibrate() {
         var p = P()
         _ = p.handle(.pause(true), now: 0)
         _ = p.handle(.speed(1), now: 0)
         _ = p.handle(.fileLoaded(path: Self.file, durationNs: 600 * Nanos.second, title: nil), now: 0)
         #expect(p.startLatencyNs == 120 * Self.ms)
-        // The group is paused at 0: mpv is sought there; its seek takes 60 ms.
-        #expect(p.handle(timeline(.paused, position: 0, at: 0), now: 0) == [.seek(positionNs: 0)])
+        // The group is paused at 0: mpv is sought there; its seek takes 60 ms. It follows the group
+        // now: its plays and pauses need no seek, and it declares the in-place latency.
+        #expect(p.handle(timeline(.paused, position: 0, at: 0), now: 0) == [.seek(positionNs: 0), .declareStartLatency(60 * Self.ms)])
         _ = p.handle(.seekStarted, now: 1 * Self.ms)
         _ = p.handle(.playbackRestarted(positionNs: 0), now: 60 * Self.ms)
         #expect(p.calibration.samples == [60 * Self.ms])
-        #expect(p.startLatencyNs == 100 * Self.ms)
+        #expect(p.calibration.startLatencyNs == 100 * Self.ms)
+        #expect(p.startLatencyNs == 60 * Self.ms)
         // 50 ms of notice: less than it declares, but the same target as every other mpv (an
         // exact seek's landing depends on its target) beats a later start elsewhere.
         #expect(p.handle(timeline(.playing, position: 10 * Nanos.second, at: 1_050 * Self.ms), now: 1_000 * Self.ms) == [.seek(positionNs: 10 * Nanos.second)])
@@ -127,7 +129,8 @@ struct MPVBridgePolicyCalibrationTests {
             _ = p.handle(.seekStarted, now: Nanos.second)
             _ = p.handle(.playbackRestarted(positionNs: 0), now: 1_200 * Self.ms)
             #expect(p.calibration.samples == [200 * Self.ms])
-            #expect(p.startLatencyNs == (configuration.startLatencyNs ?? 310 * Self.ms))
+            #expect(p.calibration.startLatencyNs == 310 * Self.ms)
+            #expect(p.startLatencyNs == (configuration.startLatencyNs ?? configuration.inPlaceLatencyNs))
         }
     }
 }

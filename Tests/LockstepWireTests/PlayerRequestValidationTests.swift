@@ -38,6 +38,8 @@ struct PlayerRequestValidationTests {
             ("position", #"{"position_ns":1,"host_time_ns":9223372036854775807}"#, "host_time_ns"),
             ("end_suspension", #"{"suspension_id":1,"propose_position_ns":31536000000000001}"#, "propose_position_ns"),
             ("play_immediately", #"{"rate":1e300}"#, "rate"),
+            ("start_latency", #"{"start_latency_ns":-1}"#, "start_latency_ns"),
+            ("start_latency", #"{"start_latency_ns":10000000001}"#, "start_latency_ns"),
             ("command", #"{"action":"seek","position_ns":-1}"#, "position_ns"),
             ("command", #"{"action":"play","rate":0.01}"#, "rate"),
             ("sim_clock", #"{"jump_ms":1e12}"#, "jump_ms"),
@@ -54,6 +56,7 @@ struct PlayerRequestValidationTests {
         case "position": e = Self.refusal(PositionReport.self, json)
         case "end_suspension": e = Self.refusal(EndSuspensionRequest.self, json)
         case "play_immediately": e = Self.refusal(PlayImmediatelyRequest.self, json)
+        case "start_latency": e = Self.refusal(StartLatencyRequest.self, json)
         case "command": e = Self.refusal(CommandRequest.self, json)
         case "sim_clock": e = Self.refusal(SimClockRequest.self, json)
         case "resume_player": e = Self.refusal(ResumePlayerRequest.self, json)

@@ -129,6 +129,18 @@ public struct Coordinator: Sendable {
         return [.reply(.done), publish()]
     }
 
+    /// The player's start latency changed (it measured itself, or its next start needs more or
+    /// less time): group commands are anchored with the new value from now on, and the peers
+    /// learn it with this node's players.
+    public mutating func onPlayerStartLatency(id: UInt32, _ latency: TimeSpan) -> [Directive] {
+        guard var p = players[id] else { return [.reply(.refused(.unknownPlayer))] }
+        let clamped = latency.clamped(to: Limits.latencyNs)
+        guard p.info.startLatency != clamped else { return [.reply(.done)] }
+        p.info.startLatency = clamped
+        players[id] = p
+        return [.reply(.done), publish()]
+    }
+
     /// A transport intent from the player's own UI, for its item.
     public mutating func onPlayerIntent(id: UInt32, _ command: GroupCommand, view: GroupView, now: LocalTime) -> [Directive] {
         guard let p = players[id] else { return [.reply(.refused(.unknownPlayer))] }

@@ -252,6 +252,11 @@ public struct Node: Sendable {
         settle(run(coordinator.onPlayerReadiness(id: id, readiness), now: now), now: now, always: true)
     }
 
+    /// The player's start latency changed.
+    public mutating func onPlayerStartLatency(id: UInt32, _ latency: TimeSpan, now: LocalTime) -> [NodeDirective] {
+        settle(run(coordinator.onPlayerStartLatency(id: id, latency), now: now), now: now, always: true)
+    }
+
     /// A transport intent from the player's own UI.
     public mutating func onPlayerIntent(id: UInt32, _ command: GroupCommand, now: LocalTime) -> [NodeDirective] {
         let d = coordinator.onPlayerIntent(id: id, command, view: view, now: now)

@@ -75,6 +75,30 @@ struct CoordinatorTests {
         ])
     }
 
+    @Test("a player's new start latency is published (once, clamped) and anchors the next command with it; an unknown player is refused")
+    func startLatencyChangesAtRunTime() {
+        var k = Self.coordinator()
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: Self.view(), now: Self.t0)
+        func published(_ d: [Coordinator.Directive]) -> [PlayerStatus]? {
+            d.lazy.compactMap { if case .publish(let s) = $0 { s } else { nil } }.first
+        }
+        func lead(_ statuses: [PlayerStatus]) -> TimeSpan {
+            let mine = ParticipantRecord(peer: Self.me, incarnation: 1, version: 2, players: statuses)
+            return k.leadTime(for: Self.film, view: Self.view([Self.record(.paused)], current: Self.film, participants: [mine]), now: Self.t0)
+        }
+        let before = lead(k.players.values.map(\.status))
+        let down = k.onPlayerStartLatency(id: 1, .milliseconds(5))
+        #expect(down.first == .reply(.done))
+        let statuses = published(down)
+        #expect(statuses?.first?.startLatency == .milliseconds(5))
+        // 20 ms declared at hello, 5 ms now: the lead is 15 ms shorter.
+        #expect(before - lead(statuses ?? []) == .milliseconds(15))
+        // The same value again changes nothing: no publication.
+        #expect(k.onPlayerStartLatency(id: 1, .milliseconds(5)) == [.reply(.done)])
+        #expect(published(k.onPlayerStartLatency(id: 1, .seconds(3600)))?.first?.startLatency == .nanoseconds(Limits.latencyNs.upperBound))
+        #expect(k.onPlayerStartLatency(id: 9, .milliseconds(5)) == [.reply(.refused(.unknownPlayer))])
+    }
+
     @Test("a waiting timeline this node issued starts when its participants are ready, and after the timeout without them")
     func startWaiting() {
         var k = Self.coordinator { $0.waitTimeout = .seconds(8) }
