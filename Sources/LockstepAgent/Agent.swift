@@ -76,6 +76,9 @@ public actor Agent: ClientHandler {
     var node: Node
     var keys: GroupMembers
     var pairing = Pairing()
+    var sessions: PairSessions
+    /// The session key to seal under, per peer (from ``PairSessions``' installs).
+    var sessionSeal: [PeerID: GroupKey] = [:]
     /// Devices whose DNS-SD record shows an open invite (any group), by instance: where a
     /// joining agent tries its code. Bounded: a stranger's fake services cannot grow it.
     var inviters: [String: [Endpoint]] = [:]
@@ -116,6 +119,7 @@ public actor Agent: ClientHandler {
         self.clockSource = DeviceClockSource(configuration.deviceClock)
         self.node = Self.makeNode(configuration: configuration, identity: identity)
         self.keys = GroupMembers(group: identity.group, me: identity.device)
+        self.sessions = PairSessions(me: identity.peerID)
     }
 
     /// A node with nothing replicated yet: at start, and after a group switch.
@@ -200,7 +204,15 @@ public actor Agent: ClientHandler {
         execute(directives)
         guard accepted else { return }
         credit(d, now: now)
+        let pairKey = keys.pairKeys[d.sender]
+        let pairwise = d.epochByte == GroupKey.pairEpochByte
+        let newestSession = d.epochByte == GroupKey.sessionEpochByte && d.sessionKeyIndex == 0
+        execute(sessions.onHeard(d.sender, incarnation: d.incarnation, underSession: newestSession, pairKey: pairKey, now: now))
         switch d.message {
+        case .sessionOffer(let e):
+            execute(sessions.onOffer(e, from: d.sender, incarnation: d.incarnation, pairwise: pairwise, pairKey: pairKey, now: now))
+        case .sessionAnswer(let e, let offer):
+            execute(sessions.onAnswer(e, offer: offer, from: d.sender, pairwise: pairwise, pairKey: pairKey, now: now))
         case .epochKey(let epoch, let key, let removed):
             execute(keys.onEpochKey(epoch: epoch, key: key, removed: removed, from: d.sender, pairwise: d.epochByte == GroupKey.pairEpochByte, now: now))
         case .keyAck(let epoch):
@@ -235,6 +247,7 @@ public actor Agent: ClientHandler {
         execute(node.onTick(now: now), now: now)
         execute(keys.onTick(now: now, reachable: node.membership.reachable))
         if pairing.isJoining { execute(pairing.onCandidates(pairingCandidates(), now: now)) }
+        execute(sessions.onTick(now: now, reachable: Set(node.membership.reachable)))
         execute(pairing.onTick(now: now))
         rearm(now)
     }
@@ -245,6 +258,7 @@ public actor Agent: ClientHandler {
         var deadline = node.nextDeadline(now: now)
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
+        if let s = sessions.nextDeadline { deadline = min(deadline, max(s, now)) }
         if timer != nil && deadline >= timerDeadline { return }
         timer?.cancel()
         timerDeadline = deadline
@@ -275,6 +289,7 @@ public actor Agent: ClientHandler {
                 transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint)
             case .membership(let event):
                 log(event)
+                if !sessionSeal.isEmpty { refreshSessionSeal() }
                 if case .stateChanged(let peer, _, _) = event, let info = peers(now: now).peers.first(where: { $0.peerID == peer.hex }) {
                     broadcast(PeerChangedEvent(hostTimeNs: hostTime(now), peer: info), topic: .peers)
                 }

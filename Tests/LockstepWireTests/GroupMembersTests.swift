@@ -310,9 +310,9 @@ struct GroupMembersTests {
 
     @Test("epochs skip the byte of pairwise keys, and a group file or join code naming one is refused")
     func epochsSkipPairByte() {
-        #expect(GroupKey.nextEpoch(after: 0xFE) == 0x100)
-        #expect(GroupKey.nextEpoch(after: 0x1FE) == 0x200)
-        #expect(GroupKey.nextEpoch(after: UInt32.max - 2) == nil)
+        #expect(GroupKey.nextEpoch(after: 0xFD) == 0x100)
+        #expect(GroupKey.nextEpoch(after: 0x1FD) == 0x200)
+        #expect(GroupKey.nextEpoch(after: UInt32.max - 3) == nil)
         let g = GroupIdentity(name: "x", key: GroupKey(bytes: Array(repeating: 1, count: 32), epoch: 0xFF)!)
         #expect(throws: JoinCode.ParseError.notAJoinCode) { _ = try JoinCode.parse(JoinCode.make(g), name: "x") }
     }

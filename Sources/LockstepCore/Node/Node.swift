@@ -120,7 +120,7 @@ public struct Node: Sendable {
             guard membership.peers[sender] != nil else { break }
             let membership = membership
             out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
-        case .epochKey, .keyAck, .memberKey:
+        case .epochKey, .keyAck, .memberKey, .sessionOffer, .sessionAnswer:
             // The group key's protocol lives with the keys, in the shell's wire module.
             break
         }

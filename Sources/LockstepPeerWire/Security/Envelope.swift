@@ -30,6 +30,9 @@ public enum Envelope {
         public var sender: PeerID
         public var incarnation: UInt64
         public var sequence: UInt64
+        /// Set by ``EnvelopeOpener/open(_:hostNow:wallClockMicros:)`` for a session-sealed
+        /// datagram: 0 if the sender's newest session key opened it, 1 for the one it replaced.
+        public var sessionKeyIndex = 0
     }
 
     /// Why a datagram was dropped before reaching the agent. Each is counted.
@@ -187,6 +190,8 @@ public final class EnvelopeOpener: Sendable {
         var keys: [UInt8: GroupKey] = [:]
         /// Keys shared with each member, for datagrams sealed pairwise (epoch byte 0xff).
         var pairKeys: [PeerID: GroupKey] = [:]
+        /// Each peer's session keys, newest first (epoch byte 0xfe).
+        var sessionKeys: [PeerID: [GroupKey]] = [:]
         var senders: [PeerID: SenderState] = [:]
         var tick: UInt64 = 0
         var generation: UInt64 = 0
@@ -224,11 +229,18 @@ public final class EnvelopeOpener: Sendable {
         }
     }
 
+    /// Replaces `peer`'s session keys (newest first; none: it has no session).
+    public func acceptSession(_ keys: [GroupKey], from peer: PeerID) {
+        state.withLock { s in
+            s.sessionKeys[peer] = keys.isEmpty ? nil : Array(keys.prefix(2))
+        }
+    }
+
     /// The plaintext and header of `datagram`, or why it was refused. `hostNow` (ns, monotonic)
     /// dates it for the incarnation rules; `wallClockMicros` (the receiver's wall clock) bounds
     /// how far ahead an incarnation may be (the defaults switch both rules off, for tests).
     public func open(_ datagram: [UInt8], hostNow: Int64 = 0, wallClockMicros: UInt64 = .max) throws(Envelope.Rejection) -> (header: Envelope.Header, plaintext: [UInt8]) {
-        let h = try Envelope.header(of: datagram)
+        var h = try Envelope.header(of: datagram)
         let fromMe = h.sender == me
         if fromMe && (myIncarnation == nil || myIncarnation == h.incarnation) { throw .fromSelf }
         if h.incarnation > wallClockMicros.addingSaturating(Self.incarnationLeadMicros) { throw .implausibleIncarnation }
@@ -236,27 +248,39 @@ public final class EnvelopeOpener: Sendable {
         let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
         let tag = datagram[(datagram.count - Envelope.tagBytes)...]
 
-        // Find or derive the sender's key without holding the lock during HKDF.
+        // Find or derive the sender's key without holding the lock during HKDF. Only group keys
+        // are cached per sender: pairwise and session keys change with the roster and rekeying.
+        let groupEpoch = h.epochByte != GroupKey.pairEpochByte && h.epochByte != GroupKey.sessionEpochByte
         let (cached, generation): (SymmetricKey?, UInt64) = state.withLock { s in
-            guard let st = s.senders[h.sender], st.generation == s.generation else { return (nil, s.generation) }
+            guard groupEpoch, let st = s.senders[h.sender], st.generation == s.generation else { return (nil, s.generation) }
             if st.incarnation == h.incarnation && st.epoch == h.epochByte { return (st.key, s.generation) }
             return (nil, s.generation)
         }
-        let key: SymmetricKey
+        let candidates: [SymmetricKey]
         if let cached {
-            key = cached
+            candidates = [cached]
         } else {
-            let found = state.withLock { s in h.epochByte == GroupKey.pairEpochByte ? s.pairKeys[h.sender] : s.keys[h.epochByte] }
-            guard let group = found else { throw .unknownKeyEpoch }
-            key = group.datagramKey(sender: h.sender, incarnation: h.incarnation)
+            let found: [GroupKey] = state.withLock { s in
+                switch h.epochByte {
+                case GroupKey.pairEpochByte: s.pairKeys[h.sender].map { [$0] } ?? []
+                case GroupKey.sessionEpochByte: s.sessionKeys[h.sender] ?? []
+                default: s.keys[h.epochByte].map { [$0] } ?? []
+                }
+            }
+            guard !found.isEmpty else { throw .unknownKeyEpoch }
+            candidates = found.map { $0.datagramKey(sender: h.sender, incarnation: h.incarnation) }
         }
-        let plaintext: [UInt8]
-        do {
-            let box = try ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag)
-            plaintext = Array(try ChaChaPoly.open(box, using: key, authenticating: aad))
-        } catch {
-            throw fromMe ? .fromSelf : .authenticationFailed
+        var opened: (key: SymmetricKey, plaintext: [UInt8], index: Int)?
+        for (index, candidate) in candidates.enumerated() {
+            guard let box = try? ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag),
+                  let plain = try? ChaChaPoly.open(box, using: candidate, authenticating: aad) else { continue }
+            opened = (candidate, Array(plain), index)
+            break
         }
+        guard let opened else { throw fromMe ? .fromSelf : .authenticationFailed }
+        let key = opened.key
+        let plaintext = opened.plaintext
+        h.sessionKeyIndex = opened.index
         if fromMe { throw .clone }
         // Authentic: now the replay check and the sender's state may change.
         let verdict: Envelope.Rejection? = state.withLock { s in
