@@ -26,9 +26,4 @@ extension Agent {
         }
         transport?.setSessionSeal(map)
     }
-
-    /// Ends every session (the group changed, or a member was removed).
-    func endSessions(with peers: [PeerID]) {
-        for peer in peers { execute(sessions.onGone(peer)) }
-    }
 }

@@ -206,8 +206,7 @@ public actor Agent: ClientHandler {
         credit(d, now: now)
         let pairKey = keys.pairKeys[d.sender]
         let pairwise = d.epochByte == GroupKey.pairEpochByte
-        let newestSession = d.epochByte == GroupKey.sessionEpochByte && d.sessionKeyIndex == 0
-        execute(sessions.onHeard(d.sender, incarnation: d.incarnation, underSession: newestSession, pairKey: pairKey, now: now))
+        execute(sessions.onHeard(d.sender, incarnation: d.incarnation, sessionKey: d.sessionKey, pairKey: pairKey, now: now))
         switch d.message {
         case .sessionOffer(let e):
             execute(sessions.onOffer(e, from: d.sender, incarnation: d.incarnation, pairwise: pairwise, pairKey: pairKey, now: now))
@@ -228,6 +227,7 @@ public actor Agent: ClientHandler {
     func onUndecryptable(_ sender: PeerID, epochByte: UInt8, source: Endpoint) {
         let now = now()
         execute(keys.onUndecryptable(from: sender, epochByte: epochByte, source: source, now: now))
+        if epochByte == GroupKey.sessionEpochByte { execute(sessions.onUndecryptable(sender, pairKey: keys.pairKeys[sender], now: now)) }
         rearm(now)
     }
 

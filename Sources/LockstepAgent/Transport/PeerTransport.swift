@@ -20,8 +20,8 @@ public final class PeerTransport: Sendable {
         public var incarnation: UInt64
         /// The low byte of the key epoch it was sealed with.
         public var epochByte: UInt8
-        /// For a session-sealed datagram: 0 if the newest session key opened it.
-        public var sessionKeyIndex = 0
+        /// For a session-sealed datagram: the session key that opened it.
+        public var sessionKey: GroupKey?
         public var message: PeerMessage
         public var source: Endpoint
         /// Kernel receive time on the device clock.
@@ -152,12 +152,15 @@ public final class PeerTransport: Sendable {
                 } else if let h = header, removed.withLock({ $0.contains(h.sender) }) {
                     drop("removed_member", "dropped a datagram from a device removed from the group", from: datagram.source)
                     return
-                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.sessionEpochByte || h.epochByte == GroupKey.pairEpochByte {
-                    // A session this agent does not hold (it restarted: what was captured before
-                    // stays shut), or a pairwise datagram from a device not yet admitted: counted,
-                    // not a key problem.
-                    count(h.epochByte == GroupKey.sessionEpochByte ? "dropped_no_session" : "dropped_no_pair_key")
+                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.pairEpochByte {
+                    // A pairwise datagram from a device not yet admitted: counted, not a key problem.
+                    count("dropped_no_pair_key")
                     return
+                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.sessionEpochByte {
+                    // A session this agent does not hold (it restarted: what was captured before
+                    // stays shut): counted, not warned about; a member's is reported below (the
+                    // offerer offers a new session).
+                    count("dropped_no_session")
                 } else {
                     drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source)
                 }
@@ -184,7 +187,7 @@ public final class PeerTransport: Sendable {
             }
             count("received")
             var inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
-            inbound.sessionKeyIndex = opened.header.sessionKeyIndex
+            inbound.sessionKey = opened.header.sessionKey
             if case .dropped = sink.yield(.inbound(inbound)) {
                 drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
             }

@@ -12,24 +12,39 @@ import LockstepCore
 /// holds no old session, so nothing captured before opens again.
 ///
 /// The device with the lower peer id offers (`session_offer`, its ephemeral key), the other
-/// answers (`session_answer`, its own and the offer's); both sealed pairwise. The offerer seals
-/// under the new key at once; the answerer once a datagram under it has arrived (its offer may
-/// not have been answered). A restart of either side starts a new one: the restarted side holds
-/// none, and the offerer offers when it first hears the other's new incarnation.
+/// answers (`session_answer`, its own and the offer's); both sealed pairwise. The offerer offers
+/// when it first hears the peer, when the peer's incarnation changes, when a datagram the peer
+/// sealed under a session does not open, when its new key goes unconfirmed, and to renew.
+///
+/// Keys, as WireGuard keeps them: a key agreed is *pending* until the peer is heard sealing under
+/// it. The offerer seals under a new key once the answer arrives (the answer proves the answerer
+/// holds it); the answerer only once a datagram under it has arrived (the offerer holds it, so
+/// its answer got through). Until then each side keeps sealing under, and opening, the key it had:
+/// an offer, however often repeated, never takes away the key both sides use. (A member forging
+/// another's id on a group-key datagram makes the offerer offer again, and its answers could be
+/// lost while the forged incarnation shuts out the real one; when every new offer replaced the
+/// answerer's working key, the two were cut apart for seconds: the malicious-member lab scenario.)
+/// The key a confirmed one replaced is opened ``Configuration/previousLife`` more (reordering).
 ///
 /// A pure instance: inputs are `on…` calls with the current time, outputs ``Directive``s.
 /// (Ephemeral keys are drawn inside, from the system's generator.)
 public struct PairSessions: Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// An unanswered offer is sent again this often.
+        /// An unanswered offer is sent again this often; offers to one peer are never more frequent.
         public var retryInterval: TimeSpan = .milliseconds(500)
+        /// The offerer offers again if the answerer has not sealed under the new key within this.
+        public var confirmTimeout: TimeSpan = .seconds(3)
         /// A session is replaced by a new one this often (by the offerer).
         public var rekeyInterval: TimeSpan = .seconds(120)
-        /// The key a new session replaced is still accepted this long.
+        /// The key a confirmed new one replaced is still opened this long.
         public var previousLife: TimeSpan = .seconds(10)
 
         public init() {}
     }
+
+    /// Keys agreed and not yet heard used, kept per peer (newest first): a repeated offer whose
+    /// answers crossed, or arrived out of order, still finds its key.
+    public static let maxPending = 2
 
     public enum Directive: Sendable, Equatable {
         /// Send to the peer, sealed under the key this device shares with it (pairwise).
@@ -39,12 +54,10 @@ public struct PairSessions: Sendable {
         case install(PeerID, accept: [GroupKey], seal: GroupKey?)
     }
 
-    struct Session: Sendable {
-        var key: GroupKey
-        var sealing: Bool
-        var began: LocalTime
-        var previous: GroupKey?
-        var previousUntil: LocalTime?
+    /// What the transport was told for a peer.
+    struct Installed: Equatable {
+        var accept: [GroupKey]
+        var seal: GroupKey?
     }
 
     struct Offer: Sendable {
@@ -53,11 +66,31 @@ public struct PairSessions: Sendable {
     }
 
     struct Peer: Sendable {
-        var incarnation: UInt64
-        var session: Session?
+        /// The incarnation last heard (nil: not heard yet).
+        var incarnation: UInt64?
+        /// The key this device seals under (nil: the group key), and since when (for renewals).
+        var seal: GroupKey?
+        var sealSince: LocalTime?
+        /// The newest key the peer has been heard sealing under.
+        var heard: GroupKey?
+        /// Keys agreed that the peer has not been heard using yet, newest first.
+        var pending: [GroupKey] = []
+        /// The heard key a newer one replaced, opened until `replacedUntil`.
+        var replaced: GroupKey?
+        var replacedUntil: LocalTime?
+        /// The offerer's offer waiting for its answer, and when it last offered.
         var offer: Offer?
-        /// The offerer's next look at this peer: an offer again, or a renewal (nil: not the offerer).
+        var lastOffer: LocalTime?
+        /// The offerer's next offer (again, unconfirmed, renewal or asked for); nil: none planned.
         var due: LocalTime?
+
+        var installed: Installed { Installed(accept: accept, seal: seal) }
+
+        var accept: [GroupKey] {
+            var keys: [GroupKey] = []
+            for k in [heard].compactMap({ $0 }) + pending + [replaced].compactMap({ $0 }) where !keys.contains(k) { keys.append(k) }
+            return keys
+        }
     }
 
     public let configuration: Configuration
@@ -74,117 +107,149 @@ public struct PairSessions: Sendable {
 
     /// The keys open for `peer`, and the one to seal under, as the last ``Directive/install`` said.
     public func keys(for peer: PeerID) -> (accept: [GroupKey], seal: GroupKey?) {
-        guard let s = peers[peer]?.session else { return ([], nil) }
-        return ([s.key] + (s.previous.map { [$0] } ?? []), s.sealing ? s.key : nil)
+        guard let p = peers[peer] else { return ([], nil) }
+        return (p.accept, p.seal)
     }
 
-    public var established: Int { peers.values.filter { $0.session != nil }.count }
-    public var peersWithSessions: [PeerID] { peers.keys.filter { peers[$0]?.session != nil }.sorted() }
+    public var peersWithSessions: [PeerID] { peers.keys.filter { !(peers[$0]?.accept.isEmpty ?? true) }.sorted() }
 
     // MARK: - Inputs
 
-    /// An authenticated datagram from member `peer` (incarnation `incarnation`), sealed under a
-    /// session key if `underSession`: a new incarnation ends the session; the offerer offers.
-    /// `pairKey` is the key shared with it (nil: not a member, nothing to do).
-    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, underSession: Bool, pairKey: GroupKey?, now: LocalTime) -> [Directive] {
+    /// An authenticated datagram from member `peer` (incarnation `incarnation`), opened with
+    /// `sessionKey` if it was sealed under a session. `pairKey` is the key shared with it (nil:
+    /// not a member, nothing to do). The offerer offers to a peer heard for the first time or
+    /// under another incarnation (it restarted, or a member forged its id: either way nothing
+    /// in place ends); a pending key the peer sealed under is confirmed.
+    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, sessionKey: GroupKey?, pairKey: GroupKey?, now: LocalTime) -> [Directive] {
         guard peer != me, pairKey != nil else { return [] }
+        var p = peers[peer] ?? Peer()
+        let before = p.installed
         var out: [Directive] = []
-        var p = peers[peer] ?? Peer(incarnation: incarnation)
         if p.incarnation != incarnation {
-            // It restarted (or a member forged its id on a group-key datagram): the offerer offers
-            // again at once. The session in place stays until a new one replaces it, so a forged
-            // incarnation cannot cut two members apart.
             p.incarnation = incarnation
-            p.offer = nil
-            p.due = nil
+            if offers(to: peer) { out += askOffer(to: peer, &p, now: now) }
         }
-        if underSession, var s = p.session, !s.sealing {
-            // The offerer seals under the session: it got our answer; we may seal under it too.
-            s.sealing = true
-            p.session = s
-            out.append(.install(peer, accept: [s.key] + (s.previous.map { [$0] } ?? []), seal: s.key))
+        if let k = sessionKey, let i = p.pending.firstIndex(of: k) {
+            // The peer holds `k` and seals under it: it is confirmed, older pending ones go.
+            if let h = p.heard, h != k {
+                p.replaced = h
+                p.replacedUntil = now + configuration.previousLife
+            }
+            p.heard = k
+            p.pending = Array(p.pending[..<i])
+            if !offers(to: peer) {
+                p.seal = k
+                p.sealSince = now
+            } else if p.seal == k {
+                p.due = (p.sealSince ?? now) + configuration.rekeyInterval
+            }
         }
-        peers[peer] = p
-        if offers(to: peer), p.offer == nil, p.session == nil || p.due == nil { out += offer(to: peer, now: now) }
-        return out
+        return store(p, for: peer, before: before, then: out)
     }
 
-    private mutating func offer(to peer: PeerID, now: LocalTime) -> [Directive] {
-        let e = Curve25519.KeyAgreement.PrivateKey()
-        peers[peer]?.offer = Offer(ephemeral: e, sentAt: now)
-        peers[peer]?.due = now + configuration.retryInterval
-        return [.send(.sessionOffer(ephemeral: Array(e.publicKey.rawRepresentation)), to: peer)]
+    /// A datagram member `peer` sealed under a session that no key held for it opens (this device
+    /// restarted, or lost the key): the offerer offers (at most once a ``Configuration/retryInterval``).
+    public mutating func onUndecryptable(_ peer: PeerID, pairKey: GroupKey?, now: LocalTime) -> [Directive] {
+        guard peer != me, pairKey != nil, offers(to: peer) else { return [] }
+        var p = peers[peer] ?? Peer()
+        let before = p.installed
+        let out = askOffer(to: peer, &p, now: now)
+        return store(p, for: peer, before: before, then: out)
     }
 
-    /// A `session_offer` from `peer`, which arrived sealed pairwise if `pairwise`, under `pairKey`.
+    /// A `session_offer` from `peer`, which arrived sealed pairwise if `pairwise`, under `pairKey`:
+    /// its key is pending; this device keeps sealing under the one it had.
     public mutating func onOffer(_ ephemeral: [UInt8], from peer: PeerID, incarnation: UInt64, pairwise: Bool, pairKey: GroupKey?, now: LocalTime) -> [Directive] {
-        guard pairwise, let pairKey, !offers(to: peer), let theirs = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: ephemeral) else { return [] }
-        var p = peers[peer] ?? Peer(incarnation: incarnation)
-        p.incarnation = incarnation
+        guard pairwise, let pairKey, peer != me, !offers(to: peer), let theirs = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: ephemeral) else { return [] }
         let e = Curve25519.KeyAgreement.PrivateKey()
         guard let key = Self.sessionKey(mine: e, theirs: theirs, myID: me, theirID: peer, pairKey: pairKey) else { return [] }
-        // The answerer seals under the new key only once the offerer uses it.
-        let old = p.session
-        p.session = Session(key: key, sealing: false, began: now, previous: old?.key, previousUntil: old == nil ? nil : now + configuration.previousLife)
-        peers[peer] = p
-        return [
-            .install(peer, accept: [key] + (old.map { [$0.key] } ?? []), seal: old?.sealing == true ? old?.key : nil),
-            .send(.sessionAnswer(ephemeral: Array(e.publicKey.rawRepresentation), offer: ephemeral), to: peer),
-        ]
+        // The key goes in before the answer goes out: the offerer seals under it once answered.
+        var p = peers[peer] ?? Peer()
+        let before = p.installed
+        p.incarnation = incarnation
+        p.pending = Array(([key] + p.pending).prefix(Self.maxPending))
+        return store(p, for: peer, before: before, then: [.send(.sessionAnswer(ephemeral: Array(e.publicKey.rawRepresentation), offer: ephemeral), to: peer)])
     }
 
-    /// A `session_answer` from `peer` to this device's offer.
+    /// A `session_answer` from `peer` to this device's offer: the offerer seals under the new key
+    /// at once, and keeps opening what the answerer seals under until it moves to the new one.
     public mutating func onAnswer(_ ephemeral: [UInt8], offer: [UInt8], from peer: PeerID, pairwise: Bool, pairKey: GroupKey?, now: LocalTime) -> [Directive] {
         guard pairwise, let pairKey, var p = peers[peer], let o = p.offer, Array(o.ephemeral.publicKey.rawRepresentation) == offer,
               let theirs = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: ephemeral),
               let key = Self.sessionKey(mine: o.ephemeral, theirs: theirs, myID: me, theirID: peer, pairKey: pairKey) else { return [] }
-        let old = p.session
-        p.session = Session(key: key, sealing: true, began: now, previous: old?.key, previousUntil: old == nil ? nil : now + configuration.previousLife)
+        let before = p.installed
+        p.seal = key
+        p.sealSince = now
+        p.pending = Array(([key] + p.pending).prefix(Self.maxPending))
         p.offer = nil
-        p.due = now + configuration.rekeyInterval
-        peers[peer] = p
-        return [.install(peer, accept: [key] + (old.map { [$0.key] } ?? []), seal: key)]
+        p.due = now + configuration.confirmTimeout
+        return store(p, for: peer, before: before, then: [])
     }
 
     /// `peer` left the group or is forgotten: its session goes.
     public mutating func onGone(_ peer: PeerID) -> [Directive] {
-        guard peers.removeValue(forKey: peer)?.session != nil else { return [] }
+        guard let p = peers.removeValue(forKey: peer), p.installed != Peer().installed else { return [] }
         return [.install(peer, accept: [], seal: nil)]
     }
 
-    /// Time passes: unanswered offers again, sessions renewed, replaced keys dropped. Only
-    /// `reachable` peers are offered to.
+    /// This device switched groups: every session and offer goes.
+    public mutating func onReset() -> [Directive] {
+        peers.keys.sorted().flatMap { onGone($0) }
+    }
+
+    /// Time passes: offers due are made (to `reachable` peers; the others are looked at again
+    /// later), replaced keys dropped.
     public mutating func onTick(now: LocalTime, reachable: Set<PeerID>) -> [Directive] {
         var out: [Directive] = []
         for id in peers.keys.sorted() {
             guard var p = peers[id] else { continue }
-            if var s = p.session, let until = s.previousUntil, now >= until {
-                s.previous = nil
-                s.previousUntil = nil
-                p.session = s
-                peers[id] = p
-                out.append(.install(id, accept: [s.key], seal: s.sealing ? s.key : nil))
+            let before = p.installed
+            var sent: [Directive] = []
+            if let until = p.replacedUntil, now >= until {
+                p.replaced = nil
+                p.replacedUntil = nil
             }
-            guard offers(to: id), let due = p.due, now >= due else { continue }
-            if reachable.contains(id) {
-                // An unanswered offer again, or a renewal.
-                out += offer(to: id, now: now)
-            } else {
-                // Not reachable now: look again later (never a deadline left in the past).
-                peers[id]?.due = now + configuration.retryInterval
+            if offers(to: id), let due = p.due, now >= due {
+                if reachable.contains(id) {
+                    sent = offer(to: id, &p, now: now)
+                } else {
+                    // Not reachable now: look again later (never a deadline left in the past).
+                    p.due = now + configuration.retryInterval
+                }
             }
+            out += store(p, for: id, before: before, then: sent)
         }
         return out
     }
 
-    /// When ``onTick(now:reachable:)`` next has work: an offer or renewal due, a replaced key to drop.
+    /// When ``onTick(now:reachable:)`` next has work: an offer due, a replaced key to drop.
     public var nextDeadline: LocalTime? {
-        var d: [LocalTime] = []
-        for p in peers.values {
-            if let due = p.due { d.append(due) }
-            if let u = p.session?.previousUntil { d.append(u) }
-        }
-        return d.min()
+        peers.values.flatMap { [$0.due, $0.replacedUntil].compactMap { $0 } }.min()
+    }
+
+    // MARK: - Internals
+
+    /// Keeps `p` as `peer`'s state: an ``Directive/install`` first if its keys differ from
+    /// `before`, then `sent`.
+    private mutating func store(_ p: Peer, for peer: PeerID, before: Installed, then sent: [Directive]) -> [Directive] {
+        peers[peer] = p
+        return (p.installed == before ? [] : [.install(peer, accept: p.accept, seal: p.seal)]) + sent
+    }
+
+    /// An offer now, or as soon as one is allowed (one a ``Configuration/retryInterval``).
+    private func askOffer(to peer: PeerID, _ p: inout Peer, now: LocalTime) -> [Directive] {
+        let earliest = p.lastOffer.map { $0 + configuration.retryInterval } ?? now
+        if earliest <= now { return offer(to: peer, &p, now: now) }
+        p.due = min(p.due ?? earliest, earliest)
+        return []
+    }
+
+    private func offer(to peer: PeerID, _ p: inout Peer, now: LocalTime) -> [Directive] {
+        let e = Curve25519.KeyAgreement.PrivateKey()
+        p.offer = Offer(ephemeral: e, sentAt: now)
+        p.lastOffer = now
+        p.due = now + configuration.retryInterval
+        return [.send(.sessionOffer(ephemeral: Array(e.publicKey.rawRepresentation)), to: peer)]
     }
 
     /// HKDF-SHA256(ikm = X25519(ephemerals), salt = the pair's key, info = "lockstep session v1" ‖
