@@ -219,7 +219,8 @@ public actor Agent: ClientHandler {
         case .memberKey(let key, let name):
             execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte))
         default:
-            execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
+            let proven = d.epochByte == GroupKey.sessionEpochByte || d.epochByte == GroupKey.pairEpochByte
+            execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, proven: proven, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
         }
         rearm(now)
     }

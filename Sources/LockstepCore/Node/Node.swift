@@ -79,11 +79,12 @@ public struct Node: Sendable {
 
     // MARK: - Datagrams
 
-    /// An authenticated message from `sender` arrived from `source` at `receivedAt` (kernel time).
+    /// An authenticated message from `sender` arrived from `source` at `receivedAt` (kernel time);
+    /// `proven` if only the sender itself could seal it (pairwise, or under a session).
     public mutating func onMessage(
-        _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, source: Endpoint, receivedAt: LocalTime, now: LocalTime
+        _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, proven: Bool = false, source: Endpoint, receivedAt: LocalTime, now: LocalTime
     ) -> [NodeDirective] {
-        var out = route(membership.onHeard(sender, incarnation: incarnation, from: source, now: receivedAt), now: now)
+        var out = route(membership.onHeard(sender, incarnation: incarnation, proven: proven, from: source, now: receivedAt), now: now)
         switch message {
         case .clockRequest(let exchange, let t1):
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source))

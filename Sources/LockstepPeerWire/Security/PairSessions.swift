@@ -83,8 +83,13 @@ public struct PairSessions: Sendable {
         var lastOffer: LocalTime?
         /// The offerer's next offer (again, unconfirmed, renewal or asked for); nil: none planned.
         var due: LocalTime?
+        /// Heard under another incarnation and not under a session since: it may have restarted
+        /// and hold none of our keys, so what goes to it is sealed under the group key.
+        var mayHaveRestarted = false
 
-        var installed: Installed { Installed(accept: accept, seal: seal) }
+        /// What this device seals under now (nil: the group key).
+        var sealing: GroupKey? { mayHaveRestarted ? nil : seal }
+        var installed: Installed { Installed(accept: accept, seal: sealing) }
 
         var accept: [GroupKey] {
             var keys: [GroupKey] = []
@@ -108,7 +113,7 @@ public struct PairSessions: Sendable {
     /// The keys open for `peer`, and the one to seal under, as the last ``Directive/install`` said.
     public func keys(for peer: PeerID) -> (accept: [GroupKey], seal: GroupKey?) {
         guard let p = peers[peer] else { return ([], nil) }
-        return (p.accept, p.seal)
+        return (p.accept, p.sealing)
     }
 
     public var peersWithSessions: [PeerID] { peers.keys.filter { !(peers[$0]?.accept.isEmpty ?? true) }.sorted() }
@@ -126,9 +131,16 @@ public struct PairSessions: Sendable {
         let before = p.installed
         var out: [Directive] = []
         if p.incarnation != incarnation {
+            // A new start of the peer, or a member forging its id on a group-key datagram. A
+            // restarted peer holds none of our keys: until it is heard under a session (which
+            // only the start that shares our keys can do: the real one at once, if this was
+            // forged), what goes to it is sealed under the group key, so that it hears the group
+            // at once, as it would without sessions. Nothing is dropped; the offerer offers.
+            if p.incarnation != nil, sessionKey == nil { p.mayHaveRestarted = true }
             p.incarnation = incarnation
             if offers(to: peer) { out += askOffer(to: peer, &p, now: now) }
         }
+        if sessionKey != nil { p.mayHaveRestarted = false }
         if let k = sessionKey, let i = p.pending.firstIndex(of: k) {
             // The peer holds `k` and seals under it: it is confirmed, older pending ones go.
             if let h = p.heard, h != k {
@@ -182,6 +194,7 @@ public struct PairSessions: Sendable {
         p.sealSince = now
         p.pending = Array(([key] + p.pending).prefix(Self.maxPending))
         p.offer = nil
+        p.mayHaveRestarted = false
         p.due = now + configuration.confirmTimeout
         return store(p, for: peer, before: before, then: [])
     }
@@ -233,7 +246,7 @@ public struct PairSessions: Sendable {
     /// `before`, then `sent`.
     private mutating func store(_ p: Peer, for peer: PeerID, before: Installed, then sent: [Directive]) -> [Directive] {
         peers[peer] = p
-        return (p.installed == before ? [] : [.install(peer, accept: p.accept, seal: p.seal)]) + sent
+        return (p.installed == before ? [] : [.install(peer, accept: p.accept, seal: p.sealing)]) + sent
     }
 
     /// An offer now, or as soon as one is allowed (one a ``Configuration/retryInterval``).
