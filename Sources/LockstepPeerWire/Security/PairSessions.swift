@@ -25,6 +25,10 @@ import LockstepCore
 /// lost while the forged incarnation shuts out the real one; when every new offer replaced the
 /// answerer's working key, the two were cut apart for seconds: the malicious-member lab scenario.)
 /// The key a confirmed one replaced is opened ``Configuration/previousLife`` more (reordering).
+/// A peer heard under another incarnation on a group-key datagram may have restarted and hold
+/// none of our keys: until it is heard under a session, what goes to it is sealed under the group
+/// key, so a restarted agent hears the group at once, as without sessions (in the kill lab
+/// scenario it heard the group late, and its player's load reset the group's timeline).
 ///
 /// A pure instance: inputs are `on…` calls with the current time, outputs ``Directive``s.
 /// (Ephemeral keys are drawn inside, from the system's generator.)
