@@ -336,14 +336,21 @@ public struct GroupMembers: Sendable {
     /// sealing under the previous key is sent the current one.
     public mutating func onDatagram(from sender: PeerID, source: Endpoint, epochByte: UInt8, now: LocalTime) -> (accepted: Bool, directives: [Directive]) {
         if group.roster.isRemoved(sender) { return (false, [.refused(.removedMember, from: sender)]) }
-        guard group.roster.isMember(sender), epochByte != GroupKey.pairEpochByte, epochByte != UInt8(truncatingIfNeeded: group.epoch), switchAt == nil else { return (true, []) }
+        // Pairwise and session-sealed datagrams say nothing of the sender's group key (a push for
+        // each spent the member's push allowance: a member back from a restart behind a removal
+        // then waited a second for the new key, and met only the removed devices meanwhile).
+        guard group.roster.isMember(sender), epochByte != GroupKey.pairEpochByte, epochByte != GroupKey.sessionEpochByte,
+              epochByte != UInt8(truncatingIfNeeded: group.epoch), switchAt == nil else { return (true, []) }
         return (true, push(to: sender, source: source, now: now))
     }
 
     /// A datagram `sender`'s header names, that no key of ours opens (an older, newer or other
-    /// key of the same epoch): if the sender is a member, it is sent our key, pairwise.
+    /// key of the same epoch, or a session this device no longer holds): if the sender is a
+    /// member, it is sent our key, pairwise. (A device that restarted holds no session: the
+    /// members' first datagrams to it are sealed under one, and a member with a newer key
+    /// answers ours with its own, so a device that was away during a removal catches up at once.)
     public mutating func onUndecryptable(from sender: PeerID, epochByte: UInt8, source: Endpoint, now: LocalTime) -> [Directive] {
-        guard epochByte != GroupKey.pairEpochByte, epochByte != GroupKey.sessionEpochByte, group.roster.isMember(sender), sender != me.peerID else { return [] }
+        guard epochByte != GroupKey.pairEpochByte, group.roster.isMember(sender), sender != me.peerID else { return [] }
         return push(to: sender, source: source, now: now)
     }
 
