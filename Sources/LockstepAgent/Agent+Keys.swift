@@ -89,6 +89,7 @@ extension Agent {
 
     /// Leaves the current group for `group`, at once.
     func switchGroup(to group: GroupIdentity) throws {
+        execute(sessions.onReset())
         guard execute(keys.onSwitch(to: group, name: identity.name)) else { throw ProtocolError(.internal, "cannot save the group") }
         try? discovery?.updateTXT(txtRecord())
         logger.notice("switched group", metadata: ["group.name": "\(group.name)", "group.tag": "\(group.tag)"])
@@ -137,6 +138,7 @@ extension Agent {
                 transport?.drop(refusal.rawValue, "refused a message", from: node.membership.endpoint(of: peer))
             case .notice(let notice):
                 log(notice)
+                if case .removed(let id, _) = notice { execute(sessions.onGone(id)) }
             }
         }
         return true

@@ -76,6 +76,9 @@ public actor Agent: ClientHandler {
     var node: Node
     var keys: GroupMembers
     var pairing = Pairing()
+    var sessions: PairSessions
+    /// The session key to seal under, per peer (from ``PairSessions``' installs).
+    var sessionSeal: [PeerID: GroupKey] = [:]
     /// Devices whose DNS-SD record shows an open invite (any group), by instance: where a
     /// joining agent tries its code. Bounded: a stranger's fake services cannot grow it.
     var inviters: [String: [Endpoint]] = [:]
@@ -118,6 +121,7 @@ public actor Agent: ClientHandler {
         self.clockSource = DeviceClockSource(configuration.deviceClock)
         self.node = Self.makeNode(configuration: configuration, identity: identity)
         self.keys = GroupMembers(group: identity.group, me: identity.device)
+        self.sessions = PairSessions(me: identity.peerID)
     }
 
     /// A node with nothing replicated yet: at start, and after a group switch.
@@ -202,7 +206,14 @@ public actor Agent: ClientHandler {
         execute(directives)
         guard accepted else { return }
         credit(d, now: now)
+        let pairKey = keys.pairKeys[d.sender]
+        let pairwise = d.epochByte == GroupKey.pairEpochByte
+        execute(sessions.onHeard(d.sender, incarnation: d.incarnation, sessionKey: d.sessionKey, pairKey: pairKey, now: now))
         switch d.message {
+        case .sessionOffer(let e):
+            execute(sessions.onOffer(e, from: d.sender, incarnation: d.incarnation, pairwise: pairwise, pairKey: pairKey, now: now))
+        case .sessionAnswer(let e, let offer):
+            execute(sessions.onAnswer(e, offer: offer, from: d.sender, pairwise: pairwise, pairKey: pairKey, now: now))
         case .epochKey(let epoch, let key, let removed):
             execute(keys.onEpochKey(epoch: epoch, key: key, removed: removed, from: d.sender, pairwise: d.epochByte == GroupKey.pairEpochByte, now: now))
         case .keyAck(let epoch):
@@ -210,7 +221,8 @@ public actor Agent: ClientHandler {
         case .memberKey(let key, let name):
             execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte))
         default:
-            execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
+            let proven = d.epochByte == GroupKey.sessionEpochByte || d.epochByte == GroupKey.pairEpochByte
+            execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, proven: proven, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
         }
         rearm(now)
     }
@@ -218,6 +230,7 @@ public actor Agent: ClientHandler {
     func onUndecryptable(_ sender: PeerID, epochByte: UInt8, source: Endpoint) {
         let now = now()
         execute(keys.onUndecryptable(from: sender, epochByte: epochByte, source: source, now: now))
+        if epochByte == GroupKey.sessionEpochByte { execute(sessions.onUndecryptable(sender, pairKey: keys.pairKeys[sender], now: now)) }
         rearm(now)
     }
 
@@ -237,6 +250,7 @@ public actor Agent: ClientHandler {
         execute(node.onTick(now: now), now: now)
         execute(keys.onTick(now: now, reachable: node.membership.reachable))
         if pairing.isJoining { execute(pairing.onCandidates(pairingCandidates(), now: now)) }
+        execute(sessions.onTick(now: now, reachable: Set(node.membership.reachable)))
         execute(pairing.onTick(now: now))
         if measurements.isDue(now) { pushMeasurements(now: now) }
         rearm(now)
@@ -249,6 +263,7 @@ public actor Agent: ClientHandler {
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
         if let m = measurements.nextDue { deadline = min(deadline, max(m, now)) }
+        if let s = sessions.nextDeadline { deadline = min(deadline, max(s, now)) }
         if timer != nil && deadline >= timerDeadline { return }
         timer?.cancel()
         timerDeadline = deadline
@@ -279,6 +294,7 @@ public actor Agent: ClientHandler {
                 transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint)
             case .membership(let event):
                 log(event)
+                if !sessionSeal.isEmpty { refreshSessionSeal() }
                 if case .stateChanged(let peer, _, _) = event, let info = peers(now: now).peers.first(where: { $0.peerID == peer.hex }) {
                     broadcast(PeerChangedEvent(hostTimeNs: hostTime(now), peer: info), topic: .peers)
                 }

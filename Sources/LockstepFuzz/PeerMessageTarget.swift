@@ -133,6 +133,8 @@ enum SampleMessages {
             ("epoch-key", .epochKey(epoch: 2, key: Array(0..<32), removed: [bob])),
             ("epoch-key-full", .epochKey(epoch: .max, key: Array(0..<32), removed: Array(repeating: carol, count: PeerMessage.maxRemovedPerKey))),
             ("member-key", .memberKey(key: Array(32..<64), name: "living room")),
+            ("session-offer", .sessionOffer(ephemeral: Array(0..<32))),
+            ("session-answer", .sessionAnswer(ephemeral: Array(32..<64), offer: Array(0..<32))),
             ("key-ack", .keyAck(epoch: .max)),
         ]
     }

@@ -111,4 +111,94 @@ extension Faults {
         o.check("their incarnations differ, so no datagram key is shared", distinct, statuses.map { String($0.incarnation) }.joined(separator: " vs "))
         return o
     }
+
+    /// Datagrams one agent sent another, captured on the wire, sent again after the receiver
+    /// restarted (its replay windows are gone with it): the ones sealed under a session must all
+    /// be refused.
+    public static func replayAfterRestart() async throws -> FaultOutcome {
+        var o = FaultOutcome(fault: "datagrams captured between two members, replayed after the receiver restarted")
+        let lab = try Lab(hosts: 2, name: "freplay")
+        defer { lab.destroy() }
+        for h in 1...2 { try lab.startAgent(h) }
+        _ = try await waitUntil(timeout: 15) { try await lab.allReachable(among: [1, 2]) }
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        let s1: AgentStatus = try await lab.request(1, "status")
+        let s2: AgentStatus = try await lab.request(2, "status")
+        let file = lab.hostDirectory(2) + "/captured.hex"
+        // 3 s of what h1 sends h2's agent, from h2's eth0 (IPv4 and IPv6).
+        _ = try lab.exec(2, ["/usr/bin/python3", "-c", Self.captureScript, "eth0", String(s2.udpPort), "3", file])
+        let lines = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        let captured = lines.compactMap { line -> [UInt8]? in
+            let hex = Array(line.utf8)
+            guard hex.count % 2 == 0, hex.count >= 8 else { return nil }
+            return stride(from: 0, to: hex.count, by: 2).compactMap { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16) }
+        }.filter { $0.count >= 4 && $0[0] == 0x4C && $0[1] == 0x4B }
+        let sessionSealed = captured.filter { $0[3] == 0xFE }.count
+        o.figures["captured"] = Double(captured.count)
+        o.figures["captured_in_session"] = Double(sessionSealed)
+        o.check("h1's traffic to h2 goes under their session", captured.count > 20 && sessionSealed * 10 >= captured.count * 9, "\(sessionSealed) of \(captured.count) captured datagrams session-sealed")
+        // h1 stops (so nothing live comes from it), h2 restarts, the capture is sent again from h1's address and port.
+        try lab.kill(1)
+        try lab.kill(2)
+        try lab.startAgent(2)
+        let before: AgentStatus = try await lab.request(2, "status")
+        let address = try lab.address(2)
+        _ = try lab.exec(1, ["/usr/bin/python3", "-c", Self.replayScript, address, String(before.udpPort), String(s1.udpPort), file])
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let after: AgentStatus = try await lab.request(2, "status")
+        func delta(_ key: String) -> UInt64 { (after.counters[key] ?? 0) - (before.counters[key] ?? 0) }
+        let refused = delta("dropped_no_session")
+        let accepted = delta("received")
+        o.figures["refused_no_session"] = Double(refused)
+        o.figures["accepted"] = Double(accepted)
+        o.check("every session-sealed datagram is refused after the restart", refused >= UInt64(sessionSealed) && sessionSealed > 0, "\(refused) refused as no_session of \(sessionSealed) session-sealed replayed")
+        let peers: PeersResult = try await lab.request(2, "peers")
+        let revived = peers.peers.contains { $0.name == "h1" && $0.state == "reachable" }
+        o.check("the replay does not make the stopped h1 look alive", !revived, revived ? "h1 reachable at h2" : "h1 not reachable at h2; \(accepted) replayed group-key datagrams taken")
+        return o
+    }
+
+    /// argv: interface, UDP port, seconds, output file: one line of hex per UDP payload to that port.
+    static let captureScript = """
+        import socket, struct, sys, time
+        iface, port, seconds, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(3))
+        s.bind((iface, 0))
+        s.settimeout(0.2)
+        end = time.time() + seconds
+        lines = []
+        while time.time() < end:
+            try:
+                frame, meta = s.recvfrom(65535)
+            except socket.timeout:
+                continue
+            if meta[2] == socket.PACKET_OUTGOING:
+                continue
+            ethertype = struct.unpack('!H', frame[12:14])[0]
+            if ethertype == 0x0800:
+                ihl = (frame[14] & 15) * 4
+                if frame[23] != 17: continue
+                udp = 14 + ihl
+            elif ethertype == 0x86DD:
+                if frame[20] != 17: continue
+                udp = 14 + 40
+            else:
+                continue
+            if struct.unpack('!H', frame[udp + 2:udp + 4])[0] != port:
+                continue
+            lines.append(frame[udp + 8:].hex())
+        open(out, 'w').write('\\n'.join(lines) + '\\n')
+        """
+
+    /// argv: address, port, source port, file of hex payloads: sends each once, in order.
+    static let replayScript = """
+        import socket, sys
+        host, port, source, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(('0.0.0.0', source))
+        for line in open(path):
+            line = line.strip()
+            if line:
+                s.sendto(bytes.fromhex(line), (host, port))
+        """
 }

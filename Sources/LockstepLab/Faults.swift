@@ -337,6 +337,7 @@ public enum Faults {
         ("remove", { try await removeDevice() }),
         ("clone", { try await clonedDevice() }),
         ("amplification", { try await amplification() }),
+        ("replay", { try await replayAfterRestart() }),
     ]
 }
 

@@ -7,7 +7,7 @@ struct FaultsBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "faults", abstract: "Crashes, partitions, lossy links, clock jumps, avahi restarts and floods: how the group comes through.")
 
     @OptionGroup var options: BenchOptions
-    @Option(help: "Scenarios, comma-separated (kill, partition, loss, clock, avahi, flood, member, remove, clone, amplification); default all.") var only: String?
+    @Option(help: "Scenarios, comma-separated (kill, partition, loss, clock, avahi, flood, member, remove, clone, amplification, replay); default all.") var only: String?
 
     func run() async throws {
         try options.check()

@@ -52,6 +52,11 @@ struct FaultLabTests {
         expectAllChecks(try await Faults.clonedDevice())
     }
 
+    @Test("datagrams captured between two members and replayed after the receiver restarted: every session-sealed one is refused, the stopped sender does not look alive")
+    func replayAfterRestart() async throws {
+        expectAllChecks(try await Faults.replayAfterRestart())
+    }
+
     @Test("a malicious member's crafted messages are refused and counted; no agent restarts; the group stays in step")
     func maliciousMember() async throws {
         expectAllChecks(try await Faults.maliciousMember())

@@ -106,6 +106,8 @@ struct VectorTests {
             ("sync report asking for the receiver's, none of its own", .syncReport(SyncReport(wantsReports: true, entries: []))),
             ("epoch key", .epochKey(epoch: 2, key: Array(0..<32), removed: [b])),
             ("member key", .memberKey(key: Array(32..<64), name: "kitchen")),
+            ("session offer", .sessionOffer(ephemeral: Array(0..<32))),
+            ("session answer", .sessionAnswer(ephemeral: Array(32..<64), offer: Array(0..<32))),
             ("key ack", .keyAck(epoch: 2)),
         ]
     }

@@ -20,6 +20,8 @@ public final class PeerTransport: Sendable {
         public var incarnation: UInt64
         /// The low byte of the key epoch it was sealed with.
         public var epochByte: UInt8
+        /// For a session-sealed datagram: the session key that opened it.
+        public var sessionKey: GroupKey?
         public var message: PeerMessage
         public var source: Endpoint
         /// Kernel receive time on the device clock.
@@ -51,6 +53,14 @@ public final class PeerTransport: Sendable {
 
     /// Members' undecryptable datagrams are reported at most this often each (ns, host time).
     public static let undecryptableInterval: Int64 = 500_000_000
+    /// The session key to seal under, per destination (others: the group key).
+    private let sessionSeal = Mutex<[Endpoint: GroupKey]>([:])
+
+    /// Seals what goes to these endpoints under these session keys from now on (replacing all).
+    public func setSessionSeal(_ map: [Endpoint: GroupKey]) {
+        sessionSeal.withLock { $0 = map }
+    }
+
     /// Members, and when each was last reported undecryptable.
     private let members = Mutex<[PeerID: Int64]>([:])
     /// Devices removed from the group: what they send under keys we no longer hold is counted
@@ -142,6 +152,15 @@ public final class PeerTransport: Sendable {
                 } else if let h = header, removed.withLock({ $0.contains(h.sender) }) {
                     drop("removed_member", "dropped a datagram from a device removed from the group", from: datagram.source)
                     return
+                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.pairEpochByte {
+                    // A pairwise datagram from a device not yet admitted: counted, not a key problem.
+                    count("dropped_no_pair_key")
+                    return
+                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.sessionEpochByte {
+                    // A session this agent does not hold (it restarted: what was captured before
+                    // stays shut): counted, not warned about; a member's is reported below (the
+                    // offerer offers a new session).
+                    count("dropped_no_session")
                 } else {
                     drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source)
                 }
@@ -167,7 +186,8 @@ public final class PeerTransport: Sendable {
                 return
             }
             count("received")
-            let inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
+            var inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
+            inbound.sessionKey = opened.header.sessionKey
             if case .dropped = sink.yield(.inbound(inbound)) {
                 drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
             }
@@ -221,8 +241,10 @@ public final class PeerTransport: Sendable {
             logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(MessageType(message))", "message.bytes": "\(plaintext.count)"])
             return false
         }
-        let datagram = sealer.seal(plaintext, with: key)
+        let session = key == nil ? sessionSeal.withLock { $0[endpoint] } : nil
+        let datagram = sealer.seal(plaintext, with: key ?? session)
         count("sent")
+        if session != nil { count("sent_in_session") }
         let spec = impairments.spec(for: endpoint)
         let timestampKey = wantsTransmitTime && spec.delayNs == 0 && spec.jitterNs == 0 && socket.transmitTimestamps
             ? awaitTransmit(message, to: endpoint) : nil

@@ -78,6 +78,9 @@ public struct Membership: Sendable {
         public var since: LocalTime
         public var lastHeard: LocalTime?
         public var incarnation: UInt64?
+        /// The highest incarnation heard in a datagram only the peer itself can seal (pairwise,
+        /// or under a session): a member can put any incarnation on a group-key datagram.
+        public var provenIncarnation: UInt64?
         public var paths: [Path]
         public var preferred: Endpoint?
         /// What DNS-SD currently shows, per instance and interface.
@@ -165,14 +168,18 @@ public struct Membership: Sendable {
         }
     }
 
-    /// An authenticated datagram from `peer` (incarnation from its envelope) arrived from `endpoint`.
-    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, from endpoint: Endpoint, now: LocalTime) -> [Event] {
+    /// An authenticated datagram from `peer` (incarnation from its envelope) arrived from `endpoint`;
+    /// `proven` if only the peer itself could seal it (pairwise, or under a session).
+    public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, proven: Bool = false, from endpoint: Endpoint, now: LocalTime) -> [Event] {
         guard peer != me else { return [] }
         var events: [Event] = []
         guard var p = existingOrNew(peer, authenticated: true, now: now, events: &events) else { return events }
         // A higher incarnation is a restart; so is a lower one once the higher one went silent
-        // (the peer lost its incarnation file, or the higher one was never the peer's own).
-        if let known = p.incarnation, incarnation > known || (incarnation < known && p.state == .lost) {
+        // (the peer lost its incarnation file, or the higher one was never the peer's own), or
+        // at once when the peer itself proves the lower one and never proved the higher one (a
+        // member forged it: with sessions the real peer is never silent meanwhile).
+        if let known = p.incarnation,
+           incarnation > known || (incarnation < known && (p.state == .lost || (proven && (p.provenIncarnation ?? 0) < known))) {
             events.append(.restarted(peer, incarnation: incarnation))
             // A restarted peer has new ports: what we learned from its old life is stale.
             p.paths.removeAll { $0.source == .learned }
@@ -181,6 +188,7 @@ public struct Membership: Sendable {
             p.incarnation = incarnation
         }
         if p.incarnation == nil { p.incarnation = incarnation }
+        if proven { p.provenIncarnation = max(p.provenIncarnation ?? 0, incarnation) }
         unidentified[endpoint] = nil
         let source: PathSource = staticEndpoints.contains(endpoint) ? .static : .learned
         Self.addPath(endpoint, source: source, to: &p, limit: configuration.maxPathsPerPeer)

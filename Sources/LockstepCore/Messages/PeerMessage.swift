@@ -48,6 +48,10 @@ public enum PeerMessage: Equatable, Sendable {
     /// The sender's device key (its peer id derives from it) and name: holders of the group's
     /// key announce themselves so that members can admit them, and later remove them.
     case memberKey(key: [UInt8], name: String)
+    /// A per-pair session's first half: the sender's ephemeral X25519 key (pairwise only).
+    case sessionOffer(ephemeral: [UInt8])
+    /// Its second half: the answerer's ephemeral key, and the offer's it answers (pairwise only).
+    case sessionAnswer(ephemeral: [UInt8], offer: [UInt8])
     /// The key of this epoch is installed.
     case keyAck(epoch: UInt32)
 

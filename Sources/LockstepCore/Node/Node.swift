@@ -81,11 +81,12 @@ public struct Node: Sendable {
 
     // MARK: - Datagrams
 
-    /// An authenticated message from `sender` arrived from `source` at `receivedAt` (kernel time).
+    /// An authenticated message from `sender` arrived from `source` at `receivedAt` (kernel time);
+    /// `proven` if only the sender itself could seal it (pairwise, or under a session).
     public mutating func onMessage(
-        _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, source: Endpoint, receivedAt: LocalTime, now: LocalTime
+        _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, proven: Bool = false, source: Endpoint, receivedAt: LocalTime, now: LocalTime
     ) -> [NodeDirective] {
-        var out = route(membership.onHeard(sender, incarnation: incarnation, from: source, now: receivedAt), now: now)
+        var out = route(membership.onHeard(sender, incarnation: incarnation, proven: proven, from: source, now: receivedAt), now: now)
         switch message {
         case .clockRequest(let exchange, let t1):
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source))
@@ -126,7 +127,7 @@ public struct Node: Sendable {
             guard membership.peers[sender] != nil else { break }
             let membership = membership
             out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
-        case .epochKey, .keyAck, .memberKey:
+        case .epochKey, .keyAck, .memberKey, .sessionOffer, .sessionAnswer:
             // The group key's protocol lives with the keys, in the shell's wire module.
             break
         }

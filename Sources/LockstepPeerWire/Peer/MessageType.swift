@@ -21,6 +21,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case epochKey = 0x30
     case keyAck = 0x31
     case memberKey = 0x32
+    case sessionOffer = 0x33
+    case sessionAnswer = 0x34
 
     /// The type of `message`.
     public init(_ message: PeerMessage) {
@@ -42,6 +44,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .syncReport: self = .syncReport
         case .epochKey: self = .epochKey
         case .memberKey: self = .memberKey
+        case .sessionOffer: self = .sessionOffer
+        case .sessionAnswer: self = .sessionAnswer
         case .keyAck: self = .keyAck
         }
     }
@@ -66,6 +70,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .syncReport: "sync_report"
         case .epochKey: "epoch_key"
         case .memberKey: "member_key"
+        case .sessionOffer: "session_offer"
+        case .sessionAnswer: "session_answer"
         case .keyAck: "key_ack"
         }
     }

@@ -104,6 +104,11 @@ extension PeerMessage {
         case .memberKey(let key, let name):
             w.raw(key)
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
+        case .sessionOffer(let e):
+            w.raw(e)
+        case .sessionAnswer(let e, let offer):
+            w.raw(e)
+            w.raw(offer)
         case .keyAck(let epoch):
             w.u32(epoch)
         }
@@ -328,6 +333,10 @@ extension PeerMessage {
             var removed: [PeerID] = []
             for _ in 0..<count { removed.append(PeerID(high: try r.u64("removed"), low: try r.u64("removed"))) }
             message = .epochKey(epoch: epoch, key: key, removed: removed)
+        case .sessionOffer:
+            message = .sessionOffer(ephemeral: Array(try r.raw(32, "ephemeral")))
+        case .sessionAnswer:
+            message = .sessionAnswer(ephemeral: Array(try r.raw(32, "ephemeral")), offer: Array(try r.raw(32, "offer")))
         case .memberKey:
             message = .memberKey(key: Array(try r.raw(32, "key")), name: try r.string("name", limit: PeerMessage.maxNameBytes))
         case .keyAck:

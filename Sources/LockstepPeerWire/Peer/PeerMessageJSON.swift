@@ -16,7 +16,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case type, exchange, t1, t2, t3, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
-        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed
+        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer
     }
 
     public init(from decoder: any Decoder) throws {
@@ -55,6 +55,10 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .syncReport(try c.decode(SyncReport.self, forKey: .report))
         case "epoch_key":
             message = .epochKey(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key), removed: try c.decode([PeerID].self, forKey: .removed))
+        case "session_offer":
+            message = .sessionOffer(ephemeral: try c.decode([UInt8].self, forKey: .ephemeral))
+        case "session_answer":
+            message = .sessionAnswer(ephemeral: try c.decode([UInt8].self, forKey: .ephemeral), offer: try c.decode([UInt8].self, forKey: .offer))
         case "member_key":
             message = .memberKey(key: try c.decode([UInt8].self, forKey: .key), name: try c.decode(String.self, forKey: .name))
         case "key_ack":
@@ -118,6 +122,11 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(epoch, forKey: .epoch)
             try c.encode(key, forKey: .key)
             try c.encode(removed, forKey: .removed)
+        case .sessionOffer(let e):
+            try c.encode(e, forKey: .ephemeral)
+        case .sessionAnswer(let e, let offer):
+            try c.encode(e, forKey: .ephemeral)
+            try c.encode(offer, forKey: .offer)
         case .memberKey(let key, let name):
             try c.encode(key, forKey: .key)
             try c.encode(name, forKey: .name)

@@ -30,6 +30,9 @@ public enum Envelope {
         public var sender: PeerID
         public var incarnation: UInt64
         public var sequence: UInt64
+        /// Set by ``EnvelopeOpener/open(_:hostNow:wallClockMicros:)`` for a session-sealed
+        /// datagram: the session key that opened it.
+        public var sessionKey: GroupKey?
     }
 
     /// Why a datagram was dropped before reaching the agent. Each is counted.
@@ -163,6 +166,8 @@ public final class EnvelopeOpener: Sendable {
     public static let replayWindow: UInt64 = 1024
     /// Sender incarnations remembered (keys and replay windows); the least recently used go first.
     public static let maxSenders = 256
+    /// Session keys tried per peer: the one it seals under, two agreed and not yet used, and one replaced.
+    public static let maxSessionKeys = 4
     /// How far beyond the receiver's wall clock an incarnation may be (µs): a day.
     public static let incarnationLeadMicros: UInt64 = 86_400_000_000
     /// A sender's incarnation silent this long (ns) gives way to a lower one that authenticates:
@@ -187,7 +192,14 @@ public final class EnvelopeOpener: Sendable {
         var keys: [UInt8: GroupKey] = [:]
         /// Keys shared with each member, for datagrams sealed pairwise (epoch byte 0xff).
         var pairKeys: [PeerID: GroupKey] = [:]
+        /// Each peer's session keys, newest first (epoch byte 0xfe).
+        var sessionKeys: [PeerID: [GroupKey]] = [:]
+        /// Senders of datagrams sealed under a group key.
         var senders: [PeerID: SenderState] = [:]
+        /// Senders of datagrams sealed pairwise or under a session, apart: only the sender itself
+        /// can seal those, so a member forging its id under the group key (an incarnation far
+        /// ahead, which shuts out the real one for ``incarnationSilenceNs``) shuts none of them out.
+        var boundSenders: [PeerID: SenderState] = [:]
         var tick: UInt64 = 0
         var generation: UInt64 = 0
     }
@@ -224,11 +236,18 @@ public final class EnvelopeOpener: Sendable {
         }
     }
 
+    /// Replaces `peer`'s session keys (newest first; none: it has no session).
+    public func acceptSession(_ keys: [GroupKey], from peer: PeerID) {
+        state.withLock { s in
+            s.sessionKeys[peer] = keys.isEmpty ? nil : Array(keys.prefix(Self.maxSessionKeys))
+        }
+    }
+
     /// The plaintext and header of `datagram`, or why it was refused. `hostNow` (ns, monotonic)
     /// dates it for the incarnation rules; `wallClockMicros` (the receiver's wall clock) bounds
     /// how far ahead an incarnation may be (the defaults switch both rules off, for tests).
     public func open(_ datagram: [UInt8], hostNow: Int64 = 0, wallClockMicros: UInt64 = .max) throws(Envelope.Rejection) -> (header: Envelope.Header, plaintext: [UInt8]) {
-        let h = try Envelope.header(of: datagram)
+        var h = try Envelope.header(of: datagram)
         let fromMe = h.sender == me
         if fromMe && (myIncarnation == nil || myIncarnation == h.incarnation) { throw .fromSelf }
         if h.incarnation > wallClockMicros.addingSaturating(Self.incarnationLeadMicros) { throw .implausibleIncarnation }
@@ -236,57 +255,75 @@ public final class EnvelopeOpener: Sendable {
         let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
         let tag = datagram[(datagram.count - Envelope.tagBytes)...]
 
-        // Find or derive the sender's key without holding the lock during HKDF.
+        // Find or derive the sender's key without holding the lock during HKDF. Only group keys
+        // are cached per sender: pairwise and session keys change with the roster and rekeying.
+        let groupEpoch = h.epochByte != GroupKey.pairEpochByte && h.epochByte != GroupKey.sessionEpochByte
         let (cached, generation): (SymmetricKey?, UInt64) = state.withLock { s in
-            guard let st = s.senders[h.sender], st.generation == s.generation else { return (nil, s.generation) }
+            guard groupEpoch, let st = s.senders[h.sender], st.generation == s.generation else { return (nil, s.generation) }
             if st.incarnation == h.incarnation && st.epoch == h.epochByte { return (st.key, s.generation) }
             return (nil, s.generation)
         }
-        let key: SymmetricKey
-        if let cached {
-            key = cached
-        } else {
-            let found = state.withLock { s in h.epochByte == GroupKey.pairEpochByte ? s.pairKeys[h.sender] : s.keys[h.epochByte] }
-            guard let group = found else { throw .unknownKeyEpoch }
-            key = group.datagramKey(sender: h.sender, incarnation: h.incarnation)
+        // The keys to try: a group key's derived key is cached per sender; a peer's session keys
+        // (up to ``maxSessionKeys``) are derived one at a time, until one opens it.
+        var found: [GroupKey] = []
+        if cached == nil {
+            found = state.withLock { s in
+                switch h.epochByte {
+                case GroupKey.pairEpochByte: s.pairKeys[h.sender].map { [$0] } ?? []
+                case GroupKey.sessionEpochByte: s.sessionKeys[h.sender] ?? []
+                default: s.keys[h.epochByte].map { [$0] } ?? []
+                }
+            }
+            guard !found.isEmpty else { throw .unknownKeyEpoch }
         }
-        let plaintext: [UInt8]
-        do {
-            let box = try ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag)
-            plaintext = Array(try ChaChaPoly.open(box, using: key, authenticating: aad))
-        } catch {
-            throw fromMe ? .fromSelf : .authenticationFailed
+        var opened: (key: SymmetricKey, plaintext: [UInt8], index: Int)?
+        for index in 0..<max(found.count, 1) {
+            let candidate = cached ?? found[index].datagramKey(sender: h.sender, incarnation: h.incarnation)
+            guard let box = try? ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag),
+                  let plain = try? ChaChaPoly.open(box, using: candidate, authenticating: aad) else { continue }
+            opened = (candidate, Array(plain), index)
+            break
         }
+        guard let opened else { throw fromMe ? .fromSelf : .authenticationFailed }
+        let key = opened.key
+        let plaintext = opened.plaintext
+        if h.epochByte == GroupKey.sessionEpochByte { h.sessionKey = found[opened.index] }
         if fromMe { throw .clone }
         // Authentic: now the replay check and the sender's state may change.
         let verdict: Envelope.Rejection? = state.withLock { s in
             s.tick &+= 1
-            if var st = s.senders[h.sender] {
-                let silent = hostNow.subtractingSaturating(st.lastHeard) > Self.incarnationSilenceNs
-                if h.incarnation < st.incarnation && !silent { return .staleIncarnation }
-                if h.incarnation != st.incarnation {
-                    st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick, generation: generation)
-                }
-                st.key = key
-                st.epoch = h.epochByte
-                st.generation = generation
-                st.lastUsed = s.tick
-                guard Self.admit(h.sequence, into: &st) else { return .replayed }
-                st.lastHeard = hostNow
-                s.senders[h.sender] = st
-            } else {
-                if s.senders.count >= Self.maxSenders, let oldest = s.senders.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
-                    s.senders[oldest.key] = nil
-                }
-                var st = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(Self.replayWindow / 64)), lastUsed: s.tick, generation: generation)
-                _ = Self.admit(h.sequence, into: &st)
-                st.lastHeard = hostNow
-                s.senders[h.sender] = st
-            }
-            return nil
+            if groupEpoch { return Self.admit(h, key: key, generation: generation, tick: s.tick, hostNow: hostNow, into: &s.senders) }
+            return Self.admit(h, key: key, generation: generation, tick: s.tick, hostNow: hostNow, into: &s.boundSenders)
         }
         if let verdict { throw verdict }
         return (h, plaintext)
+    }
+
+    /// The incarnation and replay checks of an authentic datagram, against its sender's state in
+    /// `senders` (which then records it); nil if it is taken.
+    private static func admit(_ h: Envelope.Header, key: SymmetricKey, generation: UInt64, tick: UInt64, hostNow: Int64, into senders: inout [PeerID: SenderState]) -> Envelope.Rejection? {
+        let fresh = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(replayWindow / 64)), lastUsed: tick, generation: generation)
+        guard var st = senders[h.sender] else {
+            if senders.count >= maxSenders, let oldest = senders.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+                senders[oldest.key] = nil
+            }
+            var st = fresh
+            _ = admit(h.sequence, into: &st)
+            st.lastHeard = hostNow
+            senders[h.sender] = st
+            return nil
+        }
+        let silent = hostNow.subtractingSaturating(st.lastHeard) > incarnationSilenceNs
+        if h.incarnation < st.incarnation && !silent { return .staleIncarnation }
+        if h.incarnation != st.incarnation { st = fresh }
+        st.key = key
+        st.epoch = h.epochByte
+        st.generation = generation
+        st.lastUsed = tick
+        guard admit(h.sequence, into: &st) else { return .replayed }
+        st.lastHeard = hostNow
+        senders[h.sender] = st
+        return nil
     }
 
     /// Marks `seq` as seen; false if it was seen before or is too old.

@@ -30,12 +30,23 @@ public struct GroupKey: Sendable, Equatable {
     /// byte says which kind of key sealed it.
     public static let pairEpoch: UInt32 = 0xFF
     public static let pairEpochByte: UInt8 = 0xFF
+    /// The epoch of per-pair session keys (``PairSessions``), epoch byte 0xFE.
+    public static let sessionEpoch: UInt32 = 0xFE
+    public static let sessionEpochByte: UInt8 = 0xFE
 
-    /// The epoch after `epoch`, skipping those whose low byte is the pairwise keys' (nil at the end).
+    /// Whether `epoch` can be a group epoch: its low byte is neither the pairwise keys' nor the sessions'.
+    public static func isGroupEpoch(_ epoch: UInt32) -> Bool {
+        let b = UInt8(truncatingIfNeeded: epoch)
+        return b != pairEpochByte && b != sessionEpochByte
+    }
+
+    /// The epoch after `epoch`, skipping those whose low byte is the pairwise keys' or the
+    /// sessions' (nil at the end).
     public static func nextEpoch(after epoch: UInt32) -> UInt32? {
-        guard epoch < UInt32.max - 2 else { return nil }
-        let next = epoch + 1
-        return UInt8(truncatingIfNeeded: next) == pairEpochByte ? next + 1 : next
+        guard epoch < UInt32.max - 3 else { return nil }
+        var next = epoch + 1
+        while !isGroupEpoch(next) { next += 1 }
+        return next
     }
 
     /// A short id of this key (the first 4 bytes of SHA-256 of it): two keys of one epoch (made
@@ -169,8 +180,8 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
         previousKey = try c.decodeIfPresent([UInt8].self, forKey: .previousKey)
         previousEpoch = try c.decodeIfPresent(UInt32.self, forKey: .previousEpoch)
         roster = try c.decodeIfPresent(Roster.self, forKey: .roster) ?? Roster()
-        guard UInt8(truncatingIfNeeded: epoch) != GroupKey.pairEpochByte, previousEpoch.map({ UInt8(truncatingIfNeeded: $0) != GroupKey.pairEpochByte }) ?? true else {
-            throw DecodingError.dataCorruptedError(forKey: .epoch, in: c, debugDescription: "a group epoch never ends in the byte 0xff (pairwise keys use it)")
+        guard GroupKey.isGroupEpoch(epoch), previousEpoch.map(GroupKey.isGroupEpoch) ?? true else {
+            throw DecodingError.dataCorruptedError(forKey: .epoch, in: c, debugDescription: "a group epoch never ends in the byte 0xfe or 0xff (sessions and pairwise keys use them)")
         }
         guard key.count == 32 else {
             throw DecodingError.dataCorruptedError(forKey: .key, in: c, debugDescription: "a group key is 32 bytes, not \(key.count)")
@@ -224,7 +235,7 @@ public enum JoinCode {
         guard checksum(data) == Array(payload[52...]) else { throw .badChecksum }
         let epoch = data[48..<52].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         // Epochs ending in 0xff are the pairwise keys' (no group has one), the last ones leave no room to rotate.
-        guard UInt8(truncatingIfNeeded: epoch) != GroupKey.pairEpochByte, GroupKey.nextEpoch(after: epoch) != nil else { throw .notAJoinCode }
+        guard GroupKey.isGroupEpoch(epoch), GroupKey.nextEpoch(after: epoch) != nil else { throw .notAJoinCode }
         let key = GroupKey(bytes: Array(data[16..<48]), epoch: epoch)!
         return GroupIdentity(name: name, key: key, groupID: Array(data[0..<16]))
     }

@@ -132,6 +132,7 @@ public struct GroupMembers: Sendable {
         self.covered = group.roster.removed
         // A device always knows itself: its own key is in its roster.
         _ = self.group.roster.admit(me.member, name: group.roster.member(me.peerID)?.name ?? "")
+        refreshPairKeys()
     }
 
     // MARK: - Views
@@ -141,13 +142,16 @@ public struct GroupMembers: Sendable {
         [group.currentKey] + (group.previous.map { [$0] } ?? [])
     }
 
-    /// The key shared with each member (removed devices have none).
-    public var pairKeys: [PeerID: GroupKey] {
+    /// The key shared with each member (removed devices have none), kept up to date with the
+    /// roster (each is an X25519 agreement: not recomputed per datagram).
+    public private(set) var pairKeys: [PeerID: GroupKey] = [:]
+
+    private mutating func refreshPairKeys() {
         var out: [PeerID: GroupKey] = [:]
         for m in group.roster.members.values where m.id != me.peerID {
-            if let k = me.pairKey(with: m.key, groupID: group.idBytes) { out[m.id] = k }
+            out[m.id] = pairKeys[m.id] ?? me.pairKey(with: m.key, groupID: group.idBytes)
         }
-        return out
+        pairKeys = out
     }
 
     public var roster: Roster { group.roster }
@@ -156,7 +160,7 @@ public struct GroupMembers: Sendable {
     public var unacknowledged: Int { delivery?.awaiting.count ?? 0 }
 
     /// The largest epoch a change may reach.
-    public static let lastEpoch = UInt32.max - 2
+    public static let lastEpoch = UInt32.max - 3
 
     // MARK: - Inputs
 
@@ -173,6 +177,8 @@ public struct GroupMembers: Sendable {
         var next = next
         _ = next.roster.admit(me.member, name: name)
         group = next
+        pairKeys = [:]
+        refreshPairKeys()
         covered = next.roster.removed
         delivery = nil
         switchAt = nil
@@ -185,8 +191,10 @@ public struct GroupMembers: Sendable {
     /// The agent could not save the group it was installing: it keeps the one it had.
     public mutating func onInstallFailed() {
         guard let before = beforeInstall else { return }
+        if before.id != group.id { pairKeys = [:] }
         group = before
         beforeInstall = nil
+        refreshPairKeys()
     }
 
     /// This agent rotates the key (`newKeyBytes`, drawn by the agent): a new epoch for the same
@@ -204,6 +212,7 @@ public struct GroupMembers: Sendable {
         var roster = group.roster
         guard roster.remove(peer) else { throw .rosterFull }
         group.roster = roster
+        refreshPairKeys()
         return [.notice(.removed(peer, by: me.peerID))] + (try newEpoch(newKeyBytes: newKeyBytes, immediately: true, now: now))
     }
 
@@ -233,7 +242,7 @@ public struct GroupMembers: Sendable {
     /// current key if it is not a member yet.
     public mutating func onMemberKey(_ key: [UInt8], name: String, from sender: PeerID, epochByte: UInt8?) -> [Directive] {
         guard let member = MemberKey(bytes: key), member.peerID == sender else { return [.refused(.notOwnKey, from: sender)] }
-        if let e = epochByte, e != UInt8(truncatingIfNeeded: group.epoch), !group.roster.isMember(sender), !group.roster.isRemoved(sender) {
+        if let e = epochByte, e != GroupKey.sessionEpochByte, e != UInt8(truncatingIfNeeded: group.epoch), !group.roster.isMember(sender), !group.roster.isRemoved(sender) {
             return [.refused(.memberKeyOldKey, from: sender)]
         }
         var roster = group.roster
@@ -248,6 +257,7 @@ public struct GroupMembers: Sendable {
         case .added:
             beforeInstall = group
             group.roster = roster
+            refreshPairKeys()
             return [.install(group, then: [.acceptPairs(pairKeys)]), .notice(.admitted(sender, name: name))]
         }
     }
@@ -255,7 +265,7 @@ public struct GroupMembers: Sendable {
     /// An `epoch_key` from `sender`, which arrived sealed pairwise if `pairwise`.
     public mutating func onEpochKey(epoch: UInt32, key: [UInt8], removed: [PeerID], from sender: PeerID, pairwise: Bool, now: LocalTime) -> [Directive] {
         guard pairwise, group.roster.isMember(sender) else { return [.refused(.epochKeyNotPairwise, from: sender)] }
-        guard epoch <= Self.lastEpoch, UInt8(truncatingIfNeeded: epoch) != GroupKey.pairEpochByte, let offered = GroupKey(bytes: key, epoch: epoch) else {
+        guard epoch <= Self.lastEpoch, GroupKey.isGroupEpoch(epoch), let offered = GroupKey(bytes: key, epoch: epoch) else {
             return [.refused(.invalidEpoch, from: sender)]
         }
         var out: [Directive] = []
@@ -270,6 +280,7 @@ public struct GroupMembers: Sendable {
         var changed = roster != group.roster
         beforeInstall = group
         group.roster = roster
+        refreshPairKeys()
         if wins {
             group.rotate(to: offered)
             // A full list may have left removals out: then the key is taken as covering ours too,
@@ -325,12 +336,19 @@ public struct GroupMembers: Sendable {
     /// sealing under the previous key is sent the current one.
     public mutating func onDatagram(from sender: PeerID, source: Endpoint, epochByte: UInt8, now: LocalTime) -> (accepted: Bool, directives: [Directive]) {
         if group.roster.isRemoved(sender) { return (false, [.refused(.removedMember, from: sender)]) }
-        guard group.roster.isMember(sender), epochByte != GroupKey.pairEpochByte, epochByte != UInt8(truncatingIfNeeded: group.epoch), switchAt == nil else { return (true, []) }
+        // Pairwise and session-sealed datagrams say nothing of the sender's group key (a push for
+        // each spent the member's push allowance: a member back from a restart behind a removal
+        // then waited a second for the new key, and met only the removed devices meanwhile).
+        guard group.roster.isMember(sender), epochByte != GroupKey.pairEpochByte, epochByte != GroupKey.sessionEpochByte,
+              epochByte != UInt8(truncatingIfNeeded: group.epoch), switchAt == nil else { return (true, []) }
         return (true, push(to: sender, source: source, now: now))
     }
 
     /// A datagram `sender`'s header names, that no key of ours opens (an older, newer or other
-    /// key of the same epoch): if the sender is a member, it is sent our key, pairwise.
+    /// key of the same epoch, or a session this device no longer holds): if the sender is a
+    /// member, it is sent our key, pairwise. (A device that restarted holds no session: the
+    /// members' first datagrams to it are sealed under one, and a member with a newer key
+    /// answers ours with its own, so a device that was away during a removal catches up at once.)
     public mutating func onUndecryptable(from sender: PeerID, epochByte: UInt8, source: Endpoint, now: LocalTime) -> [Directive] {
         guard epochByte != GroupKey.pairEpochByte, group.roster.isMember(sender), sender != me.peerID else { return [] }
         return push(to: sender, source: source, now: now)

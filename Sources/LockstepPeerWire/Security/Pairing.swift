@@ -275,7 +275,7 @@ public struct Pairing: Sendable {
               plain.count == 53 + Int(plain[52]) else { return [] }
         let id = Array(plain[0..<16])
         let epoch = plain[16..<20].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        guard UInt8(truncatingIfNeeded: epoch) != GroupKey.pairEpochByte, GroupKey.nextEpoch(after: epoch) != nil,
+        guard GroupKey.isGroupEpoch(epoch), GroupKey.nextEpoch(after: epoch) != nil,
               let key = GroupKey(bytes: Array(plain[20..<52]), epoch: epoch) else {
             return [.refused("pairing_invalid", from: source)]
         }

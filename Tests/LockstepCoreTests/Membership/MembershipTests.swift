@@ -127,6 +127,23 @@ struct MembershipTests {
         #expect(m.peers[alice]?.incarnation == 2)
     }
 
+    @Test("a forged higher incarnation gives way at once to the lower one the peer itself proves (sealed pairwise or under a session); one it proved stands, and a group-key datagram proves nothing")
+    func forgedIncarnationGivesWay() {
+        var m = make()
+        let forger = Endpoint(host: "10.0.0.9", port: 6000)!
+        _ = m.onHeard(alice, incarnation: 10, proven: true, from: v4, now: at(0))
+        #expect(m.onHeard(alice, incarnation: 99, from: forger, now: at(100 * ms)).contains(.restarted(alice, incarnation: 99)))
+        // Alice's own datagrams keep coming, so she is never silent: the lower one must win without it.
+        #expect(m.onHeard(alice, incarnation: 10, from: v4, now: at(200 * ms)) == [])
+        #expect(m.onHeard(alice, incarnation: 10, proven: true, from: v4, now: at(300 * ms)) == [.restarted(alice, incarnation: 10)])
+        #expect(m.peers[alice]?.incarnation == 10)
+        // A real restart, proven in turn: an older datagram it sealed itself does not take it back.
+        _ = m.onHeard(alice, incarnation: 11, from: v4, now: at(1 * s))
+        _ = m.onHeard(alice, incarnation: 11, proven: true, from: v4, now: at(1100 * ms))
+        #expect(m.onHeard(alice, incarnation: 10, proven: true, from: v4, now: at(1200 * ms)) == [])
+        #expect(m.peers[alice]?.incarnation == 11)
+    }
+
     @Test("DNS-SD paths follow what DNS-SD shows: a restarted peer's old port disappears")
     func dnsPathsFollow() {
         var m = make()
