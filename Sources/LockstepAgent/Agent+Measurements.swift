@@ -23,6 +23,6 @@ extension Agent {
         // Nothing measured and nothing to clear: an idle group costs its watchers nothing.
         guard hasErrors || measurements.syncHadErrors else { return }
         measurements.syncHadErrors = hasErrors
-        broadcast(SyncChangedEvent(hostTimeNs: hostTime(now), players: players), topic: .sync)
+        broadcast(PlayersChangedEvent.syncChanged(hostTimeNs: hostTime(now), players: players), topic: .sync)
     }
 }

@@ -215,7 +215,7 @@ struct Watch: AsyncParsableCommand {
             let list = e.clock.peers.map { p in "\(p.name) \(Human.duration(ns: Int64(saturating: p.offsetNs))) ±\(Human.duration(ns: Int64(saturating: p.errorBoundNs)))" }
             return "\(stamp) clocks: " + (list.isEmpty ? "no peer measured" : list.joined(separator: "; "))
         case "sync_changed":
-            guard let e = try? event.decode(SyncChangedEvent.self) else { return "\(stamp) sync" }
+            guard let e = try? event.decode(PlayersChangedEvent.self) else { return "\(stamp) sync" }
             let list = e.players.map { p in
                 "\(p.participant.name)@\(p.participant.peerName) " + (p.syncErrorNs.map { Human.duration(ns: $0) } ?? "–")
             }

@@ -9,23 +9,14 @@ public struct ClockChangedEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// Event `sync_changed` (topic `sync`): every player on every peer with its sync error (the
-/// `players` result), pushed about once a second while some player's error is known. Errors of
-/// players on other peers come from their agents' sync reports, which flow only while someone
-/// subscribes to this topic.
-public struct SyncChangedEvent: Codable, Sendable, Equatable {
-    public var event = "sync_changed"
-    public var hostTimeNs: Int64
-    public var players: [ParticipantWithItem]
-
-    public init(hostTimeNs: Int64, players: [ParticipantWithItem]) {
-        self.hostTimeNs = hostTimeNs
-        self.players = players
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case event
-        case hostTimeNs = "host_time_ns"
-        case players
+extension PlayersChangedEvent {
+    /// Event `sync_changed` (topic `sync`): every player on every peer with its sync error (the
+    /// `players` result), pushed about once a second while some player's error is known. Errors
+    /// of players on other peers come from their agents' sync reports, which flow only while
+    /// someone subscribes to this topic.
+    public static func syncChanged(hostTimeNs: Int64, players: [ParticipantWithItem]) -> PlayersChangedEvent {
+        var e = PlayersChangedEvent(hostTimeNs: hostTimeNs, players: players)
+        e.event = "sync_changed"
+        return e
     }
 }

@@ -474,7 +474,8 @@ public struct SuspensionEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// Event `players_changed` (topic `players`): every player on every peer, after a change.
+/// Event `players_changed` (topic `players`): every player on every peer, after a change. The
+/// same shape is `sync_changed` (topic `sync`, ``syncChanged(hostTimeNs:players:)``).
 public struct PlayersChangedEvent: Codable, Sendable, Equatable {
     public var event = "players_changed"
     public var hostTimeNs: Int64

@@ -451,7 +451,7 @@ public struct Coordinator: Sendable {
         players.compactMap { id, p in
             guard let error = p.sync.lastError, let at = p.sync.lastErrorAt, now - at <= within else { return nil }
             return SyncReport.Entry(playerID: id, error: error)
-        }.sorted { $0.playerID < $1.playerID }
+        }
     }
 
     /// Participants of group playback on `item`: every present peer's players on it (ours

@@ -68,12 +68,11 @@ public struct SyncReports: Sendable {
     public mutating func onTick(now: LocalTime, reachable: [PeerID], local: [SyncReport.Entry]) -> [Directive] {
         guard let due = nextDue, now >= due else { return [] }
         askedAt = askedAt.filter { now - $0.value <= configuration.requestLifetime }
-        let entries = local.sorted { $0.playerID < $1.playerID }
-        let report = SyncReport(wantsReports: wanted, entries: entries)
+        let report = SyncReport(wantsReports: wanted, entries: local)
         let recipients: [PeerID]
         if wanted {
             recipients = reachable
-        } else if !entries.isEmpty {
+        } else if !local.isEmpty {
             recipients = reachable.filter { askedAt[$0] != nil }
         } else {
             recipients = []

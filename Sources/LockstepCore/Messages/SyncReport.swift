@@ -31,9 +31,10 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var wantsReports: Bool
     public var entries: [Entry]
 
+    /// Entries sorted by player (the wire's canonical order), at most ``maxEntries``.
     public init(wantsReports: Bool, entries: [Entry]) {
         self.wantsReports = wantsReports
-        self.entries = Array(entries.prefix(Self.maxEntries))
+        self.entries = Array(entries.sorted { $0.playerID < $1.playerID }.prefix(Self.maxEntries))
     }
 
     enum CodingKeys: String, CodingKey {
