@@ -128,6 +128,8 @@ public actor Agent: ClientHandler {
     static func makeNode(configuration: AgentConfiguration, identity: Identity) -> Node {
         var nodeConfig = Node.Configuration()
         nodeConfig.membership.lostAfter = configuration.peerTimeout
+        // Replies are how a peer is heard: three exchanges within the peer timeout, however large the group.
+        nodeConfig.clocks.keepAliveInterval = min(.seconds(1), configuration.peerTimeout / Int64(3))
         nodeConfig.coordinator.waitingReasons = Set(configuration.waitingReasons.map(SuspensionReason.init(text:)))
         nodeConfig.coordinator.waitTimeout = configuration.waitTimeout
         return Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)

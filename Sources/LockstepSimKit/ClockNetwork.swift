@@ -38,6 +38,9 @@ public struct ClockNetwork {
     /// The steps of its own clock each host noticed and stepped back (ns, as the directive said).
     public private(set) var ownSteps: [[Int64]]
     var rng: SplitMix64
+    /// Reports' delays come from their own stream, so that how often reports go does not change
+    /// the exchanges' noise.
+    var reportRNG: SplitMix64
     /// How long a host takes between stamping a request's arrival and its reply's departure.
     public var turnaroundNs: ClosedRange<Double> = 10_000...40_000
     private let configuration: PeerClocks.Configuration
@@ -58,6 +61,7 @@ public struct ClockNetwork {
         for a in 0..<n { for b in 0..<n where a > b { legs[a][b] = link.backward } }
         self.legs = legs
         self.rng = SplitMix64(seed: seed)
+        self.reportRNG = SplitMix64(seed: seed ^ 0x5EED_0F_4E90_4175)
         self.ownSteps = Array(repeating: [], count: n)
         let pairs = measuring ?? (0..<n).flatMap { a in (0..<n).filter { $0 != a }.map { (a, $0) } }
         hosts = (0..<n).map { i in
@@ -173,7 +177,9 @@ public struct ClockNetwork {
 
     /// Sends a datagram from `a` to `b` leaving at true time `t`, unless the leg loses it.
     private mutating func send(_ a: Int, _ b: Int, leaving t: Int64, _ event: Event) {
-        guard let d = legs[a][b].draw(&rng, at: t) else { return }
+        let delay: Int64?
+        if case .report = event { delay = legs[a][b].draw(&reportRNG, at: t) } else { delay = legs[a][b].draw(&rng, at: t) }
+        guard let d = delay else { return }
         queue.push(at: t + d, event)
     }
 

@@ -16,6 +16,8 @@
 ///   ``Configuration/maxInterval``. It shortens as the statistical bound half an interval ahead
 ///   exceeds ``Configuration/targetBoundNs`` (a wide bound means jitter, a fast-growing one an
 ///   uncertain skew), and by `1 + lossFactor × recent loss rate` (up to the last 32 exchanges).
+///   The owner may lengthen the slowest interval (``setSlowest(_:)``) so that a node with many
+///   peers shares a budget of requests among them; the formula is the same, only its ceiling moves.
 ///
 /// An outlier (a possible clock step) asks for a quick second look: ``onVerdict(_:at:)``.
 ///
@@ -88,6 +90,9 @@ public struct ExchangeScheduler: Sendable {
     }
 
     public let configuration: Configuration
+    /// The slowest steady interval now: ``Configuration/maxInterval`` unless the owner lengthened
+    /// it (``setSlowest(_:)``).
+    public private(set) var slowest: TimeSpan
     /// Requests awaiting a reply, oldest first.
     private var outstanding: ContiguousArray<Outstanding>
     private var burstUntil: LocalTime
@@ -104,6 +109,13 @@ public struct ExchangeScheduler: Sendable {
         self.outstanding = []
         self.outstanding.reserveCapacity(configuration.maxOutstanding)
         self.burstUntil = appeared + configuration.burstDuration
+        self.slowest = configuration.maxInterval
+    }
+
+    /// Sets the slowest steady interval: never shorter than ``Configuration/maxInterval`` (a
+    /// shared budget only slows a peer down; the bound still speeds it up as before).
+    public mutating func setSlowest(_ interval: TimeSpan) {
+        slowest = max(interval, configuration.maxInterval)
     }
 
     /// Starts a new burst: the peer restarted or its clock stepped. Outstanding requests stay.
@@ -187,15 +199,14 @@ public struct ExchangeScheduler: Sendable {
     // MARK: - Timing
 
     /// The interval between requests given the current estimate:
-    /// `maxInterval / max(1, bound half an interval ahead / targetBound) / (1 + lossFactor × lossRate)`,
+    /// `slowest / max(1, bound half an interval ahead / targetBound) / (1 + lossFactor × lossRate)`,
     /// no shorter than `minInterval`; the burst interval while bursting or without an estimate.
     public func interval(at now: LocalTime, estimate: ClockEstimate?) -> TimeSpan {
         if now < burstUntil { return configuration.burstInterval }
         guard let estimate else { return configuration.burstInterval }
-        let slowest = Double(configuration.maxInterval.ns)
-        let ahead = now + configuration.maxInterval / 2
+        let ahead = now + slowest / 2
         let need = estimate.errorBound(at: ahead) / configuration.targetBoundNs
-        var interval = slowest / (need.isFinite ? max(1, need) : .infinity)
+        var interval = Double(slowest.ns) / (need.isFinite ? max(1, need) : .infinity)
         interval /= 1 + configuration.lossFactor * recentLossRate
         return TimeSpan(nanoseconds: max(Double(configuration.minInterval.ns), interval))
     }

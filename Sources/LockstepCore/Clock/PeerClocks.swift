@@ -22,8 +22,19 @@ public struct PeerClocks: Sendable {
         public var exchanges = ExchangeScheduler.Configuration()
         public var transmitStamps = TransmitStamps.Configuration()
         public var mesh = MeshClock.Configuration()
-        /// How often direct clock estimates are gossiped to the peers, for closure checks.
-        public var reportInterval: TimeSpan = .seconds(1)
+        /// How often direct clock estimates are gossiped to the peers, for closure checks: three
+        /// times within the mesh's report lifetime (a report carries its bound's growth, so an
+        /// older one is only wider, never dishonest).
+        public var reportInterval: TimeSpan = .seconds(3)
+        /// Clock requests a second this node may send over all its peers once their estimates are
+        /// steady. With more peers than this times ``ExchangeScheduler/Configuration/maxInterval``
+        /// allows, each peer's slowest poll grows to share the budget (``slowestPoll(peers:)``),
+        /// up to ``keepAliveInterval``; a wide bound still speeds a peer up as before. 28 keeps a
+        /// group of up to 8 at today's 250 ms, the rate the estimator's figures were measured at.
+        public var steadyRequestsPerSecond: Double = 28
+        /// The slowest poll with any peer, however many: a peer is heard through its replies, so
+        /// this must stay well within `Membership`'s `lostAfter`.
+        public var keepAliveInterval: TimeSpan = .seconds(1)
         public var ownStep = OwnClockStepDetector.Configuration()
 
         public init() {}
@@ -305,8 +316,10 @@ public struct PeerClocks: Sendable {
     /// reachable peers.
     public mutating func onTick(now: LocalTime, routes: [PeerID: Route]) -> [Directive] {
         var out: [Directive] = []
+        let slowest = slowestPoll(peers: routes.count)
         for (peer, route) in routes.sorted(by: { $0.key < $1.key }) {
             guard var link = links[peer] else { continue }
+            if link.scheduler.slowest != slowest { link.scheduler.setSlowest(slowest) }
             link.lost += UInt64(link.scheduler.expire(at: now).count)
             let late = link.stamps.expire(now: now)
             links[peer] = link
@@ -329,6 +342,14 @@ public struct PeerClocks: Sendable {
         }
         // Late follow-ups may have shown a step of our own clock.
         return takePending() + out
+    }
+
+    /// The slowest poll per peer with `peers` reachable: the configured one, longer when the
+    /// request budget must be shared, never longer than the keep-alive.
+    public func slowestPoll(peers: Int) -> TimeSpan {
+        let base = configuration.exchanges.maxInterval
+        let shared = TimeSpan(nanoseconds: Double(peers) / max(configuration.steadyRequestsPerSecond, 1e-3) * 1e9)
+        return max(base, min(configuration.keepAliveInterval, shared))
     }
 
     /// This node's direct estimates, to every reachable peer, in datagram-sized pieces.

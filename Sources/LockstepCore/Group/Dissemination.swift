@@ -38,6 +38,8 @@ public struct Dissemination: Sendable {
     public private(set) var clock: GroupClock
     /// Every peer's players, as they last said (this node's own included).
     public private(set) var participants: [PeerID: ParticipantRecord] = [:]
+    /// Where the next anti-entropy round starts in the sorted list of reachable peers.
+    private var antiEntropyCursor = 0
 
     public init(me: PeerID, incarnation: UInt64, configuration: Replica.Configuration = .init()) {
         self.me = me
@@ -243,10 +245,15 @@ public struct Dissemination: Sendable {
         for (op, peer) in replica.retransmissions(now: now, rtt: rtt) where reachable.contains(peer) {
             out.append(.send(.operation(op, wantsAck: true), to: peer))
         }
-        if replica.antiEntropyDue(now: now) {
+        if replica.antiEntropyDue(now: now), !peers.isEmpty {
             let digest = PeerMessage.digest(replica.digest, wantsReply: false)
             let parts = participantDigests(wantsReply: false)
-            for peer in peers {
+            let sorted = peers.sorted()
+            let fanout = replica.configuration.antiEntropyFanout(peers: sorted.count)
+            let start = antiEntropyCursor % sorted.count
+            antiEntropyCursor = (start + fanout) % sorted.count
+            for k in 0..<fanout {
+                let peer = sorted[(start + k) % sorted.count]
                 out.append(.send(digest, to: peer))
                 out += parts.map { .send($0, to: peer) }
             }

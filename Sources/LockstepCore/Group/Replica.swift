@@ -6,13 +6,17 @@
 /// 1. A new operation is sent at once to every reachable peer, asking for an acknowledgement.
 /// 2. Unacknowledged operations are sent again, each peer on its own backoff (from twice its
 ///    round trip, doubling), until acknowledged or the peer is lost.
-/// 3. Every `antiEntropyInterval`, and whenever a peer becomes reachable, each peer sends its
-///    digest (its version vector and state fingerprint); a peer that holds operations the other
+/// 3. Every `antiEntropyInterval` each peer sends its digest (its version vector and state
+///    fingerprint) to a few peers in turn (``Configuration/antiEntropyFanout(peers:)``: all of a
+///    small group, about log₂ n of a large one, so that idle traffic grows as n log n rather than
+///    n²), and to a peer as soon as it becomes reachable; a peer that holds operations the other
 ///    lacks sends them, and one that lacks some answers with its own digest. Partitions that
 ///    heal, restarted peers and late joiners converge in one round.
 public struct Replica: Sendable {
     public struct Configuration: Sendable, Equatable {
         public var antiEntropyInterval: TimeSpan = .seconds(1)
+        /// Peers a round's digest goes to, at least (all of them in a group this small).
+        public var minAntiEntropyFanout: Int = 3
         /// The first retransmission waits max(this, 2 × round trip); each next one twice as long.
         public var minRetransmit: TimeSpan = .milliseconds(10)
         public var maxRetransmit: TimeSpan = .milliseconds(500)
@@ -21,6 +25,18 @@ public struct Replica: Sendable {
         public var log = OperationLog.Configuration()
 
         public init() {}
+
+        /// How many of `peers` reachable peers one anti-entropy round reaches: all of them up to
+        /// ``minAntiEntropyFanout``, else `max(minAntiEntropyFanout, ⌈log₂ peers⌉ + 1)`. Every
+        /// peer then hears a digest from about as many others each round (and from each one at
+        /// least every `peers / fanout` rounds), which is what an epidemic needs to spread a
+        /// missing operation to all in O(log n) rounds.
+        public func antiEntropyFanout(peers: Int) -> Int {
+            guard peers > minAntiEntropyFanout else { return max(peers, 0) }
+            var log2 = 0
+            while (1 << log2) < peers { log2 += 1 }
+            return min(peers, max(minAntiEntropyFanout, log2 + 1))
+        }
     }
 
     struct Pending: Sendable {

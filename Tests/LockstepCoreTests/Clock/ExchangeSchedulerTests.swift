@@ -32,6 +32,20 @@ struct ExchangeSchedulerTests {
         #expect(!s.isBursting(at: start + ms(1_500)))
     }
 
+    @Test("a lengthened slowest interval slows a tight estimate down, a wide bound still speeds it up, and it never goes below the configured one")
+    func sharedSlowest() {
+        var s = scheduler()
+        let t = start + .seconds(10)
+        s.setSlowest(ms(1_000))
+        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(1_000))
+        #expect(s.interval(at: t, estimate: estimate(bound: 500_000, at: t)) == ms(100))
+        #expect(s.interval(at: t, estimate: estimate(bound: 10_000, at: t)) == ms(500))
+        s.setSlowest(ms(50))
+        #expect(s.slowest == ms(250))
+        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(250))
+        #expect(s.interval(at: start, estimate: estimate(bound: 2_000, at: start)) == ms(25), "the burst is not slowed")
+    }
+
     @Test("after the burst the rate follows the bound: 10/s when wide, 4/s when tight")
     func adaptiveRate() {
         let s = scheduler()

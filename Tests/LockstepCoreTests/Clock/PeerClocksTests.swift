@@ -80,7 +80,7 @@ struct PeerClocksTests {
         #expect(c.onReplyTransmitted(exchange: 0, echo: 77, to: Self.bobPath, at: Self.t0) == [])
     }
 
-    @Test("direct estimates are gossiped to every reachable peer once a second, each without the estimate of itself")
+    @Test("direct estimates are gossiped to every reachable peer every 3 seconds, each without the estimate of itself")
     func reports() {
         var (c, exchange) = Self.measuring()
         _ = c.onReply(
@@ -89,7 +89,9 @@ struct PeerClocksTests {
         var routes = Self.routes
         routes[Self.carol] = PeerClocks.Route(endpoint: Self.otherPath, incarnation: 3, vetted: true)
         c.onPeerReachable(Self.carol, now: Self.t0)
-        let d = c.onTick(now: Self.t0 + .seconds(1), routes: routes)
+        let early = c.onTick(now: Self.t0 + .seconds(2), routes: routes)
+        #expect(!early.contains { if case .sendReport = $0 { true } else { false } })
+        let d = c.onTick(now: Self.t0 + .seconds(3), routes: routes)
         let reports = d.compactMap { directive -> (ClockReport, PeerID)? in
             if case .sendReport(let r, let to) = directive { return (r, to) }
             return nil
@@ -98,6 +100,44 @@ struct PeerClocksTests {
         #expect(reports.first { $0.1 == Self.carol }?.0.entries.map(\.peer) == [Self.bob])
         #expect(reports.first { $0.1 == Self.bob }?.0.entries.isEmpty == true)
         #expect(reports.first { $0.1 == Self.carol }?.0.entries.first?.incarnation == 7)
+    }
+
+    @Test("the slowest poll is 250 ms up to 7 peers, shares 28 requests a second beyond, and stops at the keep-alive")
+    func sharedBudget() {
+        let c = PeerClocks(me: Self.me)
+        #expect(c.slowestPoll(peers: 1) == .milliseconds(250))
+        #expect(c.slowestPoll(peers: 7) == .milliseconds(250))
+        #expect(c.slowestPoll(peers: 14) == .milliseconds(500))
+        #expect(c.slowestPoll(peers: 28) == .seconds(1))
+        #expect(c.slowestPoll(peers: 63) == .seconds(1))
+    }
+
+    @Test("with 14 peers a steady, tight link is measured every 500 ms, not every 250 ms")
+    func sharedBudgetApplied() {
+        var (c, exchange) = Self.measuring()
+        var routes = Self.routes
+        for k in 0..<13 { routes[PeerID(high: 1, low: UInt64(k))] = PeerClocks.Route(endpoint: .v4(a: 10, b: 0, c: 1, d: UInt8(k), port: 4000), incarnation: 1, vetted: true) }
+        var t = Self.t0
+        var sent: [LocalTime] = []
+        // Bob answers every request at once with a perfect clock for 20 s.
+        while t < Self.t0 + .seconds(20) {
+            t = t + .milliseconds(5)
+            _ = c.onReply(
+                from: Self.bob, exchange: exchange, echo: sent.last?.ns ?? Self.t0.ns, t2: PeerTime(ns: (sent.last ?? Self.t0).ns + 20_000),
+                t3: PeerTime(ns: (sent.last ?? Self.t0).ns + 30_000), receivedAt: (sent.last ?? Self.t0) + .microseconds(50),
+                source: Self.bobPath, now: t)
+            for d in c.onTick(now: t, routes: routes) {
+                if case .sendRequest(let e, let to) = d, to == Self.bobPath {
+                    exchange = e
+                    c.onRequestSent(exchange: e, to: Self.bobPath, t1: t)
+                    sent.append(t)
+                }
+            }
+        }
+        let late = sent.filter { $0 > Self.t0 + .seconds(10) }
+        let gaps = zip(late.dropFirst(), late).map { ($0 - $1).ns }
+        #expect(!gaps.isEmpty)
+        #expect(gaps.allSatisfy { $0 >= 495_000_000 && $0 <= 505_000_000 }, "gaps \(gaps)")
     }
 
     @Test("a restarted peer's estimate starts afresh; a forgotten peer is no longer measured")

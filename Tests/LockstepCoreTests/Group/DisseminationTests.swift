@@ -191,6 +191,31 @@ struct DisseminationTests {
         #expect(g.participants[Self.me]?.version == 1)
     }
 
+    @Test("anti-entropy reaches every peer of a small group each round, and a large group's peers in turn, about log2 n a round")
+    func antiEntropyFanout() {
+        let config = Replica.Configuration()
+        #expect((0...3).map { config.antiEntropyFanout(peers: $0) } == [0, 1, 2, 3])
+        #expect(config.antiEntropyFanout(peers: 7) == 4)
+        #expect(config.antiEntropyFanout(peers: 15) == 5)
+        #expect(config.antiEntropyFanout(peers: 63) == 7)
+
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        let peers = (10..<25).map { PeerID(high: 0, low: UInt64($0)) }
+        var heard: [PeerID: Int] = [:]
+        for round in 0..<3 {
+            let d = g.onTick(now: Self.t0 + .seconds(Int64(round)), peers: peers.shuffled(), rtt: { _ in nil })
+            let to = d.compactMap { directive -> PeerID? in
+                if case .send(.digest, let peer) = directive { return peer }
+                return nil
+            }
+            #expect(to.count == 5 && Set(to).count == 5)
+            for peer in to { heard[peer, default: 0] += 1 }
+        }
+        #expect(heard.count == 15 && heard.values.allSatisfy { $0 == 1 }, "three rounds of five reach each of 15 peers once")
+        let quiet = g.onTick(now: Self.t0 + .milliseconds(2_500), peers: peers, rtt: { _ in nil })
+        #expect(!quiet.contains { if case .send(.digest, _) = $0 { true } else { false } }, "no round before the interval")
+    }
+
     @Test("a lost peer's players no longer count")
     func lostPeer() {
         var g = Dissemination(me: Self.me, incarnation: 4)
