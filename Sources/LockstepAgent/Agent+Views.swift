@@ -36,7 +36,8 @@ extension Agent {
                 worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: link.lost, rejected: link.rejected,
                 sendStamps: link.lastKernelStamped ? "kernel" : "agent", kernelStamped: link.kernelStamped,
                 followUpsMissed: link.stamps.followUpsMissed, stampsImplausible: link.stamps.implausible,
-                delayStepNs: node.clocks.estimate(of: peer, at: now).flatMap { $0.delayStep > .zero ? $0.delayStep.ns : nil })
+                delayStepNs: node.clocks.estimate(of: peer, at: now).flatMap { $0.delayStep > .zero ? $0.delayStep.ns : nil },
+                requests: link.exchangesSent, mirrored: link.mirrored, unmatchedResults: link.unmatchedResults)
         }
         return ClockResult(localTimeNs: now.ns, hostTimeNs: hostTime(now), peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
     }

@@ -31,6 +31,7 @@ struct Clock: AsyncParsableCommand {
     static func stamps(_ p: ClockInfo) -> String {
         var problems: [String] = []
         if p.followUpsMissed > 0 { problems.append("\(p.followUpsMissed) follow-ups late") }
+        if let n = p.unmatchedResults, n > 0 { problems.append("\(n) results unmatched") }
         if p.stampsImplausible > 0 { problems.append("\(p.stampsImplausible) refused") }
         return problems.isEmpty ? p.sendStamps : p.sendStamps + " (" + problems.joined(separator: ", ") + ")"
     }

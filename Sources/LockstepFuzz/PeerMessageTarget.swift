@@ -97,6 +97,7 @@ enum SampleMessages {
             ("clock-reply", .clockReply(exchange: 7, echo: 1, t2: PeerTime(ns: 2), t3: PeerTime(ns: 3))),
             ("clock-reply-extremes", .clockReply(exchange: .max, echo: .min, t2: PeerTime(ns: Limits.instantNs.upperBound), t3: PeerTime(ns: -1))),
             ("clock-follow-up", .clockFollowUp(exchange: 7, echo: 1, t3: PeerTime(ns: 4))),
+            ("clock-result", .clockResult(exchange: 7, echo: 1, t1: PeerTime(ns: 2), t4: PeerTime(ns: 9))),
             ("hello", .hello(name: "living-room", wantsReply: false)),
             ("hello-wants-reply", .hello(name: "kitchen 🍳", wantsReply: true)),
             ("hello-longest-name", .hello(name: String(repeating: "ü", count: PeerMessage.maxNameBytes / 2), wantsReply: true)),

@@ -111,8 +111,15 @@ public struct ClockInfo: Codable, Sendable, Equatable {
     /// direction slowed by `d` moves the offset by `d/2` unseen, so the bound is widened until
     /// the path is back or the rise is shown to be shared by both directions.
     public var delayStepNs: Int64?
+    /// Clock requests this agent sent the peer; absent from older agents.
+    public var requests: UInt64?
+    /// Samples measured by the peer's exchanges with this agent (its `clock_result`s), not by
+    /// this agent's own requests; absent from agents before them.
+    public var mirrored: UInt64?
+    /// `clock_result`s from the peer that matched no reply of this agent (late, replayed, forged).
+    public var unmatchedResults: UInt64?
 
-    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64, followUpsMissed: UInt64, stampsImplausible: UInt64, delayStepNs: Int64? = nil) {
+    public init(peerID: String, name: String, offsetNs: Double, errorBoundNs: Double, hardBoundNs: Double, delayNs: Int64, skewPPM: Double, samples: Int, lastSampleAgeNs: Int64, source: String, trusted: Bool, closureErrorNs: Double?, worstClosureErrorNs: Double?, worstClosureToleranceNs: Double?, paths: Int, lost: UInt64, rejected: UInt64, sendStamps: String, kernelStamped: UInt64, followUpsMissed: UInt64, stampsImplausible: UInt64, delayStepNs: Int64? = nil, requests: UInt64? = nil, mirrored: UInt64? = nil, unmatchedResults: UInt64? = nil) {
         self.peerID = peerID
         self.name = name
         self.offsetNs = offsetNs
@@ -135,6 +142,9 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         self.followUpsMissed = followUpsMissed
         self.stampsImplausible = stampsImplausible
         self.delayStepNs = delayStepNs
+        self.requests = requests
+        self.mirrored = mirrored
+        self.unmatchedResults = unmatchedResults
     }
 
     enum CodingKeys: String, CodingKey {
@@ -157,5 +167,7 @@ public struct ClockInfo: Codable, Sendable, Equatable {
         case followUpsMissed = "follow_ups_missed"
         case stampsImplausible = "stamps_implausible"
         case delayStepNs = "delay_step_ns"
+        case requests, mirrored
+        case unmatchedResults = "unmatched_results"
     }
 }

@@ -25,6 +25,8 @@ public struct ClockNetwork {
         case tick(Int)
         case request(from: Int, to: Int, exchange: UInt32, t1: PeerTime)
         case reply(from: Int, to: Int, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime)
+        case followUp(from: Int, to: Int, exchange: UInt32, echo: Int64, t3: PeerTime)
+        case result(from: Int, to: Int, exchange: UInt32, echo: Int64, t1: PeerTime, t4: PeerTime)
         case report(from: Int, to: Int, ClockReport)
         case action(Int)
     }
@@ -41,6 +43,10 @@ public struct ClockNetwork {
     /// Reports' delays come from their own stream, so that how often reports go does not change
     /// the exchanges' noise.
     var reportRNG: SplitMix64
+    /// Hosts report kernel transmit times (exactly their stamps here: no stack to cross), so they
+    /// send follow-ups and `clock_result`s, as agents on Linux do. Off by default: the clock
+    /// scenarios were calibrated without them.
+    public var transmitStamps = false
     /// How long a host takes between stamping a request's arrival and its reply's departure.
     public var turnaroundNs: ClosedRange<Double> = 10_000...40_000
     private let configuration: PeerClocks.Configuration
@@ -190,17 +196,28 @@ public struct ClockNetwork {
                 guard let b = host(at: to) else { continue }
                 let t1 = local(i, at: now)
                 hosts[i].clocks.onRequestSent(exchange: exchange, to: to, t1: t1)
+                if transmitStamps { hosts[i].clocks.onRequestTransmitted(exchange: exchange, t1: t1, to: to, at: t1) }
                 send(i, b, leaving: now, .request(from: i, to: b, exchange: exchange, t1: PeerTime(ours: t1)))
             case .sendReply(let exchange, let echo, let t2, let to):
                 guard let a = host(at: to) else { continue }
                 let turnaround = Int64(turnaroundNs.lowerBound + rng.unit() * (turnaroundNs.upperBound - turnaroundNs.lowerBound))
                 let t3 = local(i, at: now + turnaround)
                 send(i, a, leaving: now + turnaround, .reply(from: i, to: a, exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: t3)))
+                if transmitStamps {
+                    for d in hosts[i].clocks.onReplyTransmitted(exchange: exchange, echo: echo, to: to, at: t3) {
+                        if case .sendFollowUp(let exchange, let echo, let t3, _) = d {
+                            send(i, a, leaving: now + turnaround, .followUp(from: i, to: a, exchange: exchange, echo: echo, t3: PeerTime(ours: t3)))
+                        }
+                    }
+                }
+            case .sendResult(let exchange, let echo, let t1, let t4, let to):
+                guard let b = host(at: to) else { continue }
+                send(i, b, leaving: now, .result(from: i, to: b, exchange: exchange, echo: echo, t1: PeerTime(ours: t1), t4: PeerTime(ours: t4)))
             case .sendReport(let report, let to):
                 guard let b = hosts.indices.first(where: { Self.id($0) == to }) else { continue }
                 send(i, b, leaving: now, .report(from: i, to: b, report))
             case .sendFollowUp, .refusedReply:
-                // No kernel transmit times here; no forged replies.
+                // Follow-ups go out with their reply (above); no forged replies here.
                 continue
             case .ownClockStepped(let by):
                 // As the agent does: the device clock steps back, and the clocks are told.
@@ -224,12 +241,21 @@ public struct ClockNetwork {
             rearm(i)
 
         case .request(let a, let b, let exchange, let t1):
-            execute(b, hosts[b].clocks.onRequest(exchange: exchange, t1: t1, receivedAt: local(b, at: now), from: hosts[a].endpoint))
+            execute(b, hosts[b].clocks.onRequest(exchange: exchange, t1: t1, receivedAt: local(b, at: now), from: hosts[a].endpoint, peer: Self.id(a)))
 
         case .reply(let b, let a, let exchange, let echo, let t2, let t3):
             let t4 = local(a, at: now)
             execute(a, hosts[a].clocks.onReply(from: Self.id(b), exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: t4, source: hosts[b].endpoint, now: t4))
             rearm(a)
+
+        case .followUp(let b, let a, let exchange, let echo, let t3):
+            execute(a, hosts[a].clocks.onFollowUp(from: Self.id(b), exchange: exchange, echo: echo, t3: t3))
+            rearm(a)
+
+        case .result(let a, let b, let exchange, let echo, let t1, let t4):
+            let t = local(b, at: now)
+            execute(b, hosts[b].clocks.onResult(from: Self.id(a), exchange: exchange, echo: echo, t1: t1, t4: t4, now: t))
+            rearm(b)
 
         case .report(let a, let b, let report):
             let route = routes(b)[Self.id(a)]

@@ -69,6 +69,7 @@ struct MemberCommand: ParsableCommand {
             .operation(op(.rate(1e300), time: 5, seq: 1, at: 0, basis: PeerID(high: 9, low: 9)), wantsAck: false),
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: 1, estimate: beyond)])),
             .clockRequest(exchange: 1, t1: PeerTime(ns: .max)),
+            .clockResult(exchange: 1, echo: 0, t1: PeerTime(ns: 10), t4: PeerTime(ns: 5)),
             // At the edges the decoder allows: the core must refuse or absorb them.
             // A number no other crafted operation takes: refused every time, never a duplicate.
             .operation(op(.pause, time: Limits.instantNs.upperBound, seq: 9, at: 0, basis: member), wantsAck: true),
@@ -85,6 +86,7 @@ struct MemberCommand: ParsableCommand {
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: Limits.counter.upperBound, estimate: wild)])),
             .clockReply(exchange: 1, echo: .min, t2: PeerTime(ns: Limits.instantNs.upperBound), t3: PeerTime(ns: Limits.instantNs.lowerBound)),
             .clockFollowUp(exchange: 1, echo: .max, t3: PeerTime(ns: Limits.instantNs.lowerBound)),
+            .clockResult(exchange: 1, echo: .max, t1: PeerTime(ns: Limits.instantNs.upperBound - 1), t4: PeerTime(ns: Limits.instantNs.upperBound)),
             .epochKey(epoch: .max, key: Array(repeating: 0xee, count: 32), removed: [victim]),
             .memberKey(key: Array(repeating: 0xee, count: 32), name: "not its own key"),
         ]

@@ -82,6 +82,7 @@ struct VectorTests {
             ("clock request", .clockRequest(exchange: 7, t1: PeerTime(ns: 1_000_000_123))),
             ("clock reply", .clockReply(exchange: 7, echo: 1_000_000_123, t2: PeerTime(ns: 31_000_050_000), t3: PeerTime(ns: 31_000_060_000))),
             ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, echo: 1_000_000_123, t3: PeerTime(ns: 31_000_060_417))),
+            ("clock result (the requester's half, for the replier)", .clockResult(exchange: 7, echo: 1_000_000_123, t1: PeerTime(ns: 1_000_000_140), t4: PeerTime(ns: 1_000_000_290))),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
             ("operation: a seek by a player, with two heads and the origin's result, asking for an ack", .operation(seek, wantsAck: true)),

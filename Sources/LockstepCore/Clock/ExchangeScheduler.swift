@@ -36,9 +36,13 @@ public struct ExchangeScheduler: Sendable {
         public var burstDuration: TimeSpan
         /// Shortest steady interval (fastest rate).
         public var minInterval: TimeSpan
-        /// Longest steady interval (slowest rate).
+        /// Longest steady interval (slowest rate). 200 ms: with `clock_result`s one end of a pair
+        /// measures for both, so each link gets a sample per interval from one request; at 250 ms
+        /// (each end measuring for itself before them) the lab's clock p99 rose by up to 40 %.
         public var maxInterval: TimeSpan
         /// The bound at which the steady rate is at its slowest; wider bounds speed it up.
+        /// (15 µs, the widest bound a group must keep, was tried: on the lab's veth the clock's
+        /// p99 rose from 3.5–4.1 µs to 6.5 µs.)
         public var targetBoundNs: Double
         /// How much recent losses speed the rate up: the interval is divided by `1 + lossFactor × lossRate`.
         public var lossFactor: Double
@@ -51,7 +55,7 @@ public struct ExchangeScheduler: Sendable {
             burstInterval: TimeSpan = .milliseconds(25),
             burstDuration: TimeSpan = .milliseconds(1_500),
             minInterval: TimeSpan = .milliseconds(100),
-            maxInterval: TimeSpan = .milliseconds(250),
+            maxInterval: TimeSpan = .milliseconds(200),
             targetBoundNs: Double = 5_000,
             lossFactor: Double = 4,
             exchangeTimeout: TimeSpan = .seconds(1),
@@ -97,6 +101,13 @@ public struct ExchangeScheduler: Sendable {
     private var outstanding: ContiguousArray<Outstanding>
     private var burstUntil: LocalTime
     private var lastSent: LocalTime?
+    /// When the peer last finished an exchange that measured this link too (its `clock_result`):
+    /// the next request of ours waits ``peerExchangeMargin`` intervals from then, so that a pair
+    /// whose both ends poll settles on one of them polling for both. (With one interval, a result
+    /// that arrived a little later than the last one let the other end fire first, half the time.)
+    private var lastPeerExchange: LocalTime?
+    /// How many of our intervals a peer's exchange holds our next request back.
+    static let peerExchangeMargin = 1.25
     /// A send wanted sooner than the rate says (after an outlier).
     private var probeAt: LocalTime?
     /// The last 32 outcomes, newest in bit 0: 1 = lost.
@@ -122,6 +133,7 @@ public struct ExchangeScheduler: Sendable {
     public mutating func restartBurst(at now: LocalTime) {
         burstUntil = now + configuration.burstDuration
         lastSent = nil
+        lastPeerExchange = nil
     }
 
     /// Tells the scheduler what the estimator made of a reply. An outlier asks for a quick second
@@ -136,6 +148,12 @@ public struct ExchangeScheduler: Sendable {
         case .accepted, .rejectedDelay, .rejectedInvalid:
             break
         }
+    }
+
+    /// The peer finished an exchange whose four timestamps this node has too (``PeerClocks``'s
+    /// mirrored samples): it counts as one of ours for the rate.
+    public mutating func onPeerExchange(at now: LocalTime) {
+        lastPeerExchange = now
     }
 
     /// An exchange is due by `t` (another link showed an outlier: if our own clock stepped,
@@ -216,7 +234,12 @@ public struct ExchangeScheduler: Sendable {
         // A last send in the future: our clock went back behind our back. Measure now, so that
         // the step shows (``OwnClockStepDetector``) rather than silence until time catches up.
         guard let lastSent, lastSent <= now else { return now }
-        let regular = lastSent + interval(at: now, estimate: estimate)
+        let interval = interval(at: now, estimate: estimate)
+        var regular = lastSent + interval
+        // (A peer's exchange in the future: our clock went back; it is forgotten like lastSent.)
+        if let peer = lastPeerExchange, peer <= now {
+            regular = max(regular, peer + TimeSpan(nanoseconds: Double(interval.ns) * Self.peerExchangeMargin))
+        }
         return min(regular, probeAt ?? regular)
     }
 

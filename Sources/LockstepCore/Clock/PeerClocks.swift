@@ -30,7 +30,7 @@ public struct PeerClocks: Sendable {
         /// steady. With more peers than this times ``ExchangeScheduler/Configuration/maxInterval``
         /// allows, each peer's slowest poll grows to share the budget (``slowestPoll(peers:)``),
         /// up to ``keepAliveInterval``; a wide bound still speeds a peer up as before. 28 keeps a
-        /// group of up to 8 at today's 250 ms, the rate the estimator's figures were measured at.
+        /// group of up to 6 at 200 ms and one of 8 at 250 ms.
         public var steadyRequestsPerSecond: Double = 28
         /// The slowest poll with any peer, however many: a peer is heard through its replies, so
         /// this must stay well within `Membership`'s `lostAfter`.
@@ -66,6 +66,8 @@ public struct PeerClocks: Sendable {
         var nextExchange: UInt32 = 0
         /// Where the outstanding exchanges went (a reply from another path is not a sample of this one).
         var sentTo: Endpoint?
+        /// Requests sent.
+        public var exchangesSent: UInt64 = 0
         /// Exchanges that got no reply in time.
         public var lost: UInt64 = 0
         /// Samples the estimator did not use.
@@ -80,6 +82,15 @@ public struct PeerClocks: Sendable {
         public var kernelStamped: UInt64 = 0
         /// Whether the last sample used had both send times from the kernel.
         public var lastKernelStamped = false
+        /// Replies this node sent to the peer's requests, awaiting the peer's `clock_result`:
+        /// the exchange, its `t1` as echoed, when the request arrived and when the reply left
+        /// (the kernel's time; nil until it says). The last ``answeredCapacity``.
+        var answered: [(exchange: UInt32, echo: Int64, t2: LocalTime, t3: LocalTime?)] = []
+        /// Samples measured by the peer's exchanges (its `clock_result`s), not ours.
+        public var mirrored: UInt64 = 0
+        /// `clock_result`s that named no reply of ours still awaiting one (late, duplicated,
+        /// replayed or forged), or whose times could not come from a real exchange.
+        public var unmatchedResults: UInt64 = 0
         /// The estimator as it was before its last confirmed step, and when: restored if the
         /// step turns out to have been our own clock's (``OwnClockStepDetector``).
         var beforeStep: (estimator: ClockEstimator, at: LocalTime)?
@@ -91,6 +102,10 @@ public struct PeerClocks: Sendable {
         }
     }
 
+    /// Replies remembered per peer for its results: a result follows its exchange within a round
+    /// trip or a follow-up wait, so a few suffice.
+    static let answeredCapacity = 4
+
     /// What to do.
     public enum Directive: Sendable, Equatable {
         /// Send a clock request for `exchange`; the shell stamps `t1` and reports it
@@ -100,6 +115,9 @@ public struct PeerClocks: Sendable {
         case sendReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint)
         /// The kernel's transmit time of a reply this node sent, for the requester.
         case sendFollowUp(exchange: UInt32, echo: Int64, t3: LocalTime, to: Endpoint)
+        /// Tell the replier of `exchange` (whose request carried `echo`) when the request really
+        /// left (`t1`) and its reply arrived (`t4`): its `clock_result`.
+        case sendResult(exchange: UInt32, echo: Int64, t1: LocalTime, t4: LocalTime, to: Endpoint)
         /// Gossip this node's direct estimates to `peer`.
         case sendReport(ClockReport, to: PeerID)
         /// A reply was refused: it echoed a `t1` this node did not send for its exchange
@@ -176,9 +194,15 @@ public struct PeerClocks: Sendable {
     // MARK: - Exchanges
 
     /// A clock request from `source`: answer it. (A probe, exchange 0, is answered too: the
-    /// requester learns we are alive.)
-    public func onRequest(exchange: UInt32, t1: PeerTime, receivedAt: LocalTime, from source: Endpoint) -> [Directive] {
-        [.sendReply(exchange: exchange, echo: t1.ns, t2: receivedAt, to: source)]
+    /// requester learns we are alive.) A request from a measured `peer` is remembered, so that
+    /// its `clock_result` makes the exchange a sample of ours too.
+    public mutating func onRequest(exchange: UInt32, t1: PeerTime, receivedAt: LocalTime, from source: Endpoint, peer: PeerID? = nil) -> [Directive] {
+        if exchange != 0, let peer, var link = links[peer] {
+            if link.answered.count == Self.answeredCapacity { link.answered.removeFirst() }
+            link.answered.append((exchange, t1.ns, receivedAt, nil))
+            links[peer] = link
+        }
+        return [.sendReply(exchange: exchange, echo: t1.ns, t2: receivedAt, to: source)]
     }
 
     /// The shell sent request `exchange` to `destination` carrying `t1`.
@@ -195,9 +219,55 @@ public struct PeerClocks: Sendable {
 
     /// The kernel says our reply to `exchange` (echoing `echo`) left for `destination` at `sentAt`:
     /// the requester gets that time in a follow-up.
-    public func onReplyTransmitted(exchange: UInt32, echo: Int64, to destination: Endpoint, at sentAt: LocalTime) -> [Directive] {
+    public mutating func onReplyTransmitted(exchange: UInt32, echo: Int64, to destination: Endpoint, at sentAt: LocalTime) -> [Directive] {
         guard exchange != 0 else { return [] }
+        for (peer, link) in links {
+            guard let i = link.answered.firstIndex(where: { $0.exchange == exchange && $0.echo == echo && $0.t3 == nil }),
+                sentAt >= link.answered[i].t2
+            else { continue }
+            links[peer]?.answered[i].t3 = sentAt
+            break
+        }
         return [.sendFollowUp(exchange: exchange, echo: echo, t3: sentAt, to: destination)]
+    }
+
+    /// `peer`'s half of an exchange it ran with this node: its request (carrying `echo`) left at
+    /// `t1`, our reply arrived at `t4`. With our receive and transmit times that is a sample of
+    /// ours, mirrored: the peer's outbound leg is our return one. It counts as one of our
+    /// exchanges for the rate, so a pair needs only one end to measure both.
+    public mutating func onResult(from peer: PeerID, exchange: UInt32, echo: Int64, t1: PeerTime, t4: PeerTime, now: LocalTime) -> [Directive] {
+        guard var link = links[peer] else { return [] }
+        guard let i = link.answered.firstIndex(where: { $0.exchange == exchange && $0.echo == echo && $0.t3 != nil }),
+            let sample = Self.mirrored(t1: t1, t2: link.answered[i].t2, t3: link.answered[i].t3!, t4: t4)
+        else {
+            link.unmatchedResults += 1
+            links[peer] = link
+            return []
+        }
+        link.answered.remove(at: i)
+        link.mirrored += 1
+        link.scheduler.onPeerExchange(at: now)
+        links[peer] = link
+        ingest(TransmitStamps.Ready(sample: sample, kernelT1: true, kernelT3: true), from: peer, mirrored: true)
+        return takePending()
+    }
+
+    /// The sample of ours that a peer's exchange is: the peer's request left at `t1` (its clock)
+    /// and arrived at `t2` (ours), our reply left at `t3` and arrived at `t4`. Our outbound leg is
+    /// `t4 − t3`, our return leg `t2 − t1`, the midpoint ours `(t2 + t3) / 2`; it is written as an
+    /// exchange of ours with no turnaround, which has exactly those. Nil when the times cannot
+    /// come from a real exchange (our reply before the request, a negative round trip).
+    static func mirrored(t1: PeerTime, t2: LocalTime, t3: LocalTime, t4: PeerTime) -> ClockSample? {
+        let turnaround = t3.ns.subtractingReportingOverflow(t2.ns)
+        let roundTrip = t4.ns.subtractingReportingOverflow(t1.ns)
+        guard !turnaround.overflow, !roundTrip.overflow, turnaround.partialValue >= 0 else { return nil }
+        let delay = roundTrip.partialValue.subtractingReportingOverflow(turnaround.partialValue)
+        guard !delay.overflow, delay.partialValue >= 0 else { return nil }
+        let midpoint = t2.ns &+ turnaround.partialValue / 2
+        let start = midpoint &- delay.partialValue / 2
+        let arrival = start &+ (t4.ns &- t3.ns)
+        let sample = ClockSample(t1: LocalTime(ns: start), t2: PeerTime(ns: arrival), t3: PeerTime(ns: arrival), t4: LocalTime(ns: start &+ delay.partialValue))
+        return sample.isValid ? sample : nil
     }
 
     /// A reply from `peer` (authenticated, arrived from `source` at `receivedAt`, kernel time).
@@ -251,10 +321,15 @@ public struct PeerClocks: Sendable {
         }
     }
 
-    /// A complete sample (its follow-up in, or not coming) goes to the estimator.
-    private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID) {
+    /// A complete sample (its follow-up in, or not coming) goes to the estimator. The peer gets
+    /// our half of an exchange of ours (its `clock_result`) when it sends follow-ups: then it has
+    /// kernel transmit times, and the exchange is a sample of its own too.
+    private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID, mirrored: Bool = false) {
         guard var link = links[peer] else { return }
         let sample = ready.sample
+        if !mirrored, ready.kernelT3, let to = link.sentTo {
+            pending.append(.sendResult(exchange: ready.exchange, echo: ready.wireT1, t1: sample.t1, t4: sample.t4, to: to))
+        }
         let before = link.estimator
         // Had our clock jumped by Δ, the estimate was read Δ too far along its slope s too: the
         // residual is −Δ(1 + s). Through peers of different skews only −Δ agrees.
@@ -329,6 +404,7 @@ public struct PeerClocks: Sendable {
             if link.scheduler.shouldSend(at: now, estimate: estimate) {
                 link.nextExchange = link.nextExchange == .max ? 1 : link.nextExchange + 1
                 link.scheduler.onSent(exchangeID: UInt64(link.nextExchange), at: now)
+                link.exchangesSent &+= 1
                 // A new path: samples from the old one must not mix with this one's.
                 link.sentTo = route.endpoint
                 out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint))

@@ -40,6 +40,9 @@ public struct TransmitStamps: Sendable {
     /// A sample ready for the estimator, and which of its send times are the kernel's.
     public struct Ready: Sendable, Equatable {
         public var sample: ClockSample
+        /// The exchange, and its `t1` as the request carried it (what the reply echoed).
+        public var exchange: UInt32 = 0
+        public var wireT1: Int64 = 0
         /// `t1` is the kernel's transmit time of the request.
         public var kernelT1: Bool
         /// `t3` is the kernel's transmit time of the reply (from a follow-up).
@@ -87,7 +90,7 @@ public struct TransmitStamps: Sendable {
     /// comes out of ``onFollowUp(exchange:t1:t3:)`` or ``expire(now:)``).
     public mutating func onReply(exchange: UInt32, sample: ClockSample, now: LocalTime) -> Ready? {
         let wireT1 = sample.t1.ns
-        var ready = Ready(sample: sample, kernelT1: false, kernelT3: false)
+        var ready = Ready(sample: sample, exchange: exchange, wireT1: wireT1, kernelT1: false, kernelT3: false)
         if let i = requests.firstIndex(where: { $0.exchange == exchange && $0.t1 == sample.t1 }) {
             ready.sample.t1 = requests[i].sentAt
             ready.kernelT1 = true

@@ -14,6 +14,11 @@ public enum PeerMessage: Equatable, Sendable {
     /// Two-step replies: the kernel's transmit time of the reply to `exchange` (whose `t1` it
     /// echoes), which the reply's own `t3` (stamped before sending) can only approximate.
     case clockFollowUp(exchange: UInt32, echo: Int64, t3: PeerTime)
+    /// The requester's half of a finished exchange, for the replier: the request to `exchange`
+    /// (whose `t1` as sent it echoes) really left at `t1`, and the reply arrived at `t4`, both on
+    /// the requester's clock. With its own receive and transmit times the replier has the same
+    /// four timestamps, so one exchange measures the pair both ways.
+    case clockResult(exchange: UInt32, echo: Int64, t1: PeerTime, t4: PeerTime)
     /// Introduces the sender (its human name); `wantsReply` asks for a hello back.
     case hello(name: String, wantsReply: Bool)
     /// The sender is shutting down.

@@ -89,12 +89,14 @@ public struct Node: Sendable {
         var out = route(membership.onHeard(sender, incarnation: incarnation, proven: proven, from: source, now: receivedAt), now: now)
         switch message {
         case .clockRequest(let exchange, let t1):
-            out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source))
+            out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
         case .clockReply(let exchange, let echo, let t2, let t3):
             paths.onEcho(echo, from: source, now: receivedAt)
             out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
         case .clockFollowUp(let exchange, let echo, let t3):
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
+        case .clockResult(let exchange, let echo, let t1, let t4):
+            out += run(clocks.onResult(from: sender, exchange: exchange, echo: echo, t1: t1, t4: t4, now: now))
         case .clockReport(let report):
             clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
         case .syncReport(let report):
@@ -379,6 +381,8 @@ public struct Node: Sendable {
             case .sendRequest(let exchange, let to): return .sendClockRequest(exchange: exchange, to: to)
             case .sendReply(let exchange, let echo, let t2, let to): return .sendClockReply(exchange: exchange, echo: echo, t2: t2, to: to)
             case .sendFollowUp(let exchange, let echo, let t3, let to): return .send(.clockFollowUp(exchange: exchange, echo: echo, t3: PeerTime(ours: t3)), to: to)
+            case .sendResult(let exchange, let echo, let t1, let t4, let to):
+                return .send(.clockResult(exchange: exchange, echo: echo, t1: PeerTime(ours: t1), t4: PeerTime(ours: t4)), to: to)
             case .sendReport(let report, let peer): return membership.endpoint(of: peer).map { .send(.clockReport(report), to: $0) }
             case .refusedReply(let peer): return .dropped(.wrongEcho, from: peer)
             case .ownClockStepped(let by): return .ownClockStepped(by: by)

@@ -34,6 +34,8 @@ public enum Limits {
     public static let reportGrowthPPM: ClosedRange<Double> = 0...1_000_000
     /// A player's sync error in a sync report: within a media position's range either way.
     public static let syncErrorNs: ClosedRange<Int64> = -MediaPosition.max.ns...MediaPosition.max.ns
+    /// A clock result's round trip (`t4 − t1`): at most 10 s, past any exchange timeout.
+    public static let clockResultRoundTripNs: Int64 = 10 * 1_000_000_000
     /// A clock report's round trip: at most 10 s.
     public static let reportDelayNs: ClosedRange<Int64> = 0...(10 * 1_000_000_000)
 }

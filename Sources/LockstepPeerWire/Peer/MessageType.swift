@@ -8,6 +8,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case hello = 0x03
     case goodbye = 0x04
     case clockFollowUp = 0x05
+    case clockResult = 0x06
     case operation = 0x10
     case itemRegister = 0x11
     case ack = 0x12
@@ -30,6 +31,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockRequest: self = .clockRequest
         case .clockReply: self = .clockReply
         case .clockFollowUp: self = .clockFollowUp
+        case .clockResult: self = .clockResult
         case .hello: self = .hello
         case .goodbye: self = .goodbye
         case .operation: self = .operation
@@ -56,6 +58,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockRequest: "clock_request"
         case .clockReply: "clock_reply"
         case .clockFollowUp: "clock_follow_up"
+        case .clockResult: "clock_result"
         case .hello: "hello"
         case .goodbye: "goodbye"
         case .operation: "operation"

@@ -20,6 +20,11 @@ extension PeerMessage {
             w.u32(exchange)
             w.i64(echo)
             w.i64(t3.ns)
+        case .clockResult(let exchange, let echo, let t1, let t4):
+            w.u32(exchange)
+            w.i64(echo)
+            w.i64(t1.ns)
+            w.i64(t4.ns)
         case .hello(let name, let wantsReply):
             w.u8(wantsReply ? 1 : 0)
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
@@ -230,6 +235,12 @@ extension PeerMessage {
                 t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
         case .clockFollowUp:
             message = .clockFollowUp(exchange: try r.u32("exchange"), echo: try r.i64("t1"), t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
+        case .clockResult:
+            let exchange = try r.u32("exchange"), echo = try r.i64("echo")
+            let t1 = try r.i64("t1", within: Limits.instantNs)
+            // The reply came back after the request left, within the exchange timeout.
+            let t4 = try r.i64("t4", within: t1...min(t1 + Limits.clockResultRoundTripNs, Limits.instantNs.upperBound))
+            message = .clockResult(exchange: exchange, echo: echo, t1: PeerTime(ns: t1), t4: PeerTime(ns: t4))
         case .hello:
             let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)

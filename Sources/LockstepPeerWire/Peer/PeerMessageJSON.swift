@@ -13,7 +13,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case type, exchange, t1, t2, t3, name
+        case type, exchange, echo, t1, t2, t3, t4, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
         case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer
@@ -29,6 +29,10 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .clockReply(exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(PeerTime.self, forKey: .t2), t3: try c.decode(PeerTime.self, forKey: .t3))
         case "clock_follow_up":
             message = .clockFollowUp(exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .t1), t3: try c.decode(PeerTime.self, forKey: .t3))
+        case "clock_result":
+            message = .clockResult(
+                exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .echo), t1: try c.decode(PeerTime.self, forKey: .t1),
+                t4: try c.decode(PeerTime.self, forKey: .t4))
         case "hello":
             message = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
@@ -90,6 +94,11 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(exchange, forKey: .exchange)
             try c.encode(echo, forKey: .t1)
             try c.encode(t3, forKey: .t3)
+        case .clockResult(let exchange, let echo, let t1, let t4):
+            try c.encode(exchange, forKey: .exchange)
+            try c.encode(echo, forKey: .echo)
+            try c.encode(t1, forKey: .t1)
+            try c.encode(t4, forKey: .t4)
         case .hello(let name, let wantsReply):
             try c.encode(name, forKey: .name)
             try c.encode(wantsReply, forKey: .wantsReply)

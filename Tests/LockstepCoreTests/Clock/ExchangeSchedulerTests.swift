@@ -41,18 +41,18 @@ struct ExchangeSchedulerTests {
         #expect(s.interval(at: t, estimate: estimate(bound: 500_000, at: t)) == ms(100))
         #expect(s.interval(at: t, estimate: estimate(bound: 10_000, at: t)) == ms(500))
         s.setSlowest(ms(50))
-        #expect(s.slowest == ms(250))
-        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(250))
+        #expect(s.slowest == ms(200))
+        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(200))
         #expect(s.interval(at: start, estimate: estimate(bound: 2_000, at: start)) == ms(25), "the burst is not slowed")
     }
 
-    @Test("after the burst the rate follows the bound: 10/s when wide, 4/s when tight")
+    @Test("after the burst the rate follows the bound: 10/s when wide, 5/s when tight")
     func adaptiveRate() {
         let s = scheduler()
         let t = start + .seconds(10)
         #expect(s.interval(at: t, estimate: estimate(bound: 500_000, at: t)) == ms(100))
-        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(250))
-        #expect(s.interval(at: t, estimate: estimate(bound: 10_000, at: t)) == ms(125))
+        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(200))
+        #expect(s.interval(at: t, estimate: estimate(bound: 8_000, at: t)) == ms(125))
         #expect(s.interval(at: t, estimate: nil) == ms(25))
     }
 
@@ -115,11 +115,11 @@ struct ExchangeSchedulerTests {
         let t = start + .seconds(10)
         let tight = estimate(bound: 2_000, at: t)
         send(&s, 1, at: t)
-        #expect(s.nextSendTime(at: t, estimate: tight) == t + ms(250))
+        #expect(s.nextSendTime(at: t, estimate: tight) == t + ms(200))
         s.onVerdict(.rejectedOutlier(residualNs: 5e6), at: t + ms(1))
         #expect(s.nextSendTime(at: t + ms(1), estimate: tight) == t + ms(26))
         send(&s, 2, at: t + ms(26))
-        #expect(s.nextSendTime(at: t + ms(26), estimate: tight) == t + ms(276))
+        #expect(s.nextSendTime(at: t + ms(26), estimate: tight) == t + ms(226))
         s.onVerdict(.clockStepped(byNs: 5e6), at: t + ms(30))
         #expect(s.isBursting(at: t + ms(30)))
         #expect(s.shouldSend(at: t + ms(30), estimate: tight))
