@@ -117,6 +117,7 @@ extension Agent {
             case .acceptPairs(let pairs):
                 transport?.opener.acceptPairs(pairs)
                 transport?.setMembers(pairs.keys, removed: keys.roster.removed)
+                node.onRoster(Set(keys.roster.members.keys))
             case .sealWith(let key):
                 transport?.sealer.use(key)
                 logger.info("sealing under the group key", metadata: ["group.epoch": "\(key.epoch)", "members.unacknowledged": "\(keys.unacknowledged)"])

@@ -92,6 +92,12 @@ public struct Dissemination: Sendable {
         replica.setMembers(members)
     }
 
+    /// The group's devices (removed ones excluded): a replica holding none of the group's history
+    /// folds only once it has heard them all (``OperationLog``, "Joining").
+    public mutating func onRoster(_ devices: Set<PeerID>) {
+        replica.setRoster(devices)
+    }
+
     // MARK: - Peers
 
     /// A peer became reachable: exchange digests and introduce our players at once.

@@ -208,6 +208,11 @@ public struct Node: Sendable {
         return onTick(now: now)
     }
 
+    /// The group's devices now (the roster, removed ones excluded), as the keys know them.
+    public mutating func onRoster(_ devices: Set<PeerID>) {
+        group.onRoster(devices)
+    }
+
     /// What to send before shutting down: a goodbye to every reachable peer.
     public func onShutdown() -> [NodeDirective] {
         membership.reachable.compactMap { peer in membership.endpoint(of: peer).map { .send(.goodbye, to: $0) } }
