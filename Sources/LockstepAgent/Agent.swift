@@ -222,6 +222,14 @@ public actor Agent: ClientHandler {
             execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte))
         default:
             let proven = d.epochByte == GroupKey.sessionEpochByte || d.epochByte == GroupKey.pairEpochByte
+            if !proven, sessions.isConfirmed(d.sender), node.membership.peers[d.sender]?.provenIncarnation == d.incarnation {
+                // That start of the member seals to this device under their session: the group key
+                // with its id is another member speaking for it (review finding M4), or the member
+                // lost the session; the offerer offers again (at most once a retry interval).
+                transport?.drop("group_key_from_session_peer", "refused a group-key datagram with the id of a member in session", from: d.source)
+                execute(sessions.onUndecryptable(d.sender, pairKey: pairKey, now: now))
+                break
+            }
             execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, proven: proven, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
         }
         rearm(now)

@@ -95,6 +95,8 @@ public struct Node: Sendable {
             out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
         case .clockFollowUp(let exchange, let echo, let t3):
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
+        case .clockReport where !proven, .goodbye where !proven:
+            out.append(.dropped(.notProven, from: sender))
         case .clockReport(let report):
             clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
         case .syncReport(let report):
