@@ -127,12 +127,15 @@ public enum Envelope {
 public final class EnvelopeSealer: Sendable {
     public let sender: PeerID
     public let incarnation: UInt64
-    private let sequence = Atomic<UInt64>(0)
+    private let sequence: Atomic<UInt64>
     private let keys: Mutex<(epoch: UInt8, key: SymmetricKey)>
 
-    public init(sender: PeerID, incarnation: UInt64, key: GroupKey) {
+    /// `after`: the sequence number the first datagram follows (0 for an agent's sealer; the
+    /// faults benchmark's forger starts far ahead, as an attacker may).
+    public init(sender: PeerID, incarnation: UInt64, key: GroupKey, after: UInt64 = 0) {
         self.sender = sender
         self.incarnation = incarnation
+        self.sequence = Atomic(after)
         self.keys = Mutex((UInt8(truncatingIfNeeded: key.epoch), key.datagramKey(sender: sender, incarnation: incarnation)))
     }
 
