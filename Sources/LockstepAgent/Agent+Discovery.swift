@@ -59,7 +59,7 @@ extension Agent {
                 // Our own service, or another device with our key (a copied state directory).
                 // (Before avahi confirms the registration, the instance is the name asked for.)
                 if service.instanceName != registeredInstance ?? identity.name {
-                    transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again", detail: service.instanceName, from: service.endpoints.first)
+                    transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): on one of them (not both): lockstep group reset-identity", detail: service.instanceName, from: service.endpoints.first)
                 }
                 return
             }

@@ -49,6 +49,20 @@ extension Agent {
             try invite(request, now: now)
         case "group_members":
             request.reply(membersView())
+        case "group_reset_identity":
+            let fresh: DeviceIdentity
+            do {
+                fresh = try StateDirectory(path: configuration.stateDirectory).newDeviceIdentity()
+            } catch {
+                throw ProtocolError(.internal, "cannot write a new device key (\(error)); this device keeps its key")
+            }
+            logger.notice("new device key: starting again under it", metadata: [
+                "device.previous": "\(identity.device.member.fingerprint)", "device.fingerprint": "\(fresh.member.fingerprint)",
+            ])
+            request.reply(GroupResetIdentityResult(previousFingerprint: identity.device.member.fingerprint, fingerprint: fresh.member.fingerprint, peerID: fresh.peerID.hex))
+            // The reply goes out before the socket closes.
+            let reset = identityResetContinuation
+            loop.scheduleTask(in: .milliseconds(200)) { reset.yield() }
         case "group_remove":
             let r = try request.decode(GroupRemoveRequest.self)
             let found = keys.roster.find(r.device)

@@ -100,6 +100,10 @@ public actor Agent: ClientHandler {
     var tasks: [Task<Void, Never>] = []
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
+    /// Yields once this agent's device key was replaced (`group_reset_identity`): the daemon
+    /// stops it and starts an agent under the new key, in the same process.
+    public nonisolated let identityReset: AsyncStream<Void>
+    nonisolated let identityResetContinuation: AsyncStream<Void>.Continuation
 
     /// What the agent knows about one connected client.
     struct ClientState {
@@ -122,6 +126,7 @@ public actor Agent: ClientHandler {
         self.node = Self.makeNode(configuration: configuration, identity: identity)
         self.keys = GroupMembers(group: identity.group, me: identity.device)
         self.sessions = PairSessions(me: identity.peerID)
+        (self.identityReset, self.identityResetContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
     /// A node with nothing replicated yet: at start, and after a group switch.

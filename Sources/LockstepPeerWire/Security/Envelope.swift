@@ -66,7 +66,7 @@ public enum Envelope {
             case .staleIncarnation: "from an older incarnation of its sender"
             case .implausibleIncarnation: "its sender's incarnation is more than a day ahead of this agent's wall clock"
             case .fromSelf: "from this agent itself"
-            case .clone: "another device uses this device's key (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again (lockstep group invite / join)"
+            case .clone: "another device uses this device's key (a copied state directory?): on one of them (not both), lockstep group reset-identity"
             }
         }
 
