@@ -30,6 +30,7 @@ extension Agent {
             return
         }
         self.discovery = discovery
+        discovery.recognise(groupTags: keys.group.recognisedTags(day: tagDay))
         discoveryState = .starting
         tasks.append(Task { [weak self] in
             for await event in events {
@@ -65,7 +66,7 @@ extension Agent {
             }
             // Any group's open invite: a joining device does not know its group yet.
             noteInviter(service)
-            guard service.txt[LockstepTXT.group] == keys.group.tag else { return }
+            guard let tag = service.txt[LockstepTXT.group], keys.group.recognisedTags(day: tagDay).contains(tag) else { return }
             guard service.txt[LockstepTXT.version] == String(PeerProtocol.version) else {
                 logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
                 return

@@ -105,7 +105,7 @@ extension Agent {
     func switchGroup(to group: GroupIdentity) throws {
         execute(sessions.onReset())
         guard execute(keys.onSwitch(to: group, name: identity.name)) else { throw ProtocolError(.internal, "cannot save the group") }
-        try? discovery?.updateTXT(txtRecord())
+        publishTXT()
         logger.notice("switched group", metadata: ["group.name": "\(group.name)", "group.tag": "\(group.tag)"])
     }
 
@@ -177,9 +177,20 @@ extension Agent {
     }
 
     func txtRecord() -> [String: String] {
-        [
+        tagDay = Self.today()
+        return [
             LockstepTXT.version: String(PeerProtocol.version), LockstepTXT.peerID: identity.peerID.hex,
-            LockstepTXT.group: keys.group.tag, LockstepTXT.name: identity.name.truncated(toUTF8: 63),
+            LockstepTXT.group: keys.group.tag(day: tagDay), LockstepTXT.name: identity.name.truncated(toUTF8: 63),
         ].merging(pairing.invite == nil ? [:] : [LockstepTXT.invite: "1"]) { a, _ in a }
     }
+
+    /// Publishes this agent's TXT record with today's group tag, and has discovery take the
+    /// group's tags of the days either side for ours (the tag is new every day: review L3).
+    func publishTXT() {
+        try? discovery?.updateTXT(txtRecord())
+        discovery?.recognise(groupTags: keys.group.recognisedTags(day: tagDay))
+    }
+
+    /// Days since 1970-01-01 (UTC) by the wall clock: the group tag's day.
+    static func today() -> Int64 { GroupKey.tagDayNow() }
 }

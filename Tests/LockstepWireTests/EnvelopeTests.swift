@@ -169,6 +169,21 @@ struct JoinCodeTests {
         g.rotate(to: .random(epoch: 2))
         #expect(g.tag == before)
     }
+
+    @Test("the public tag is new every day, the same for every holder of the group id, and members recognise the days either side")
+    func tagDaily() {
+        let g = GroupIdentity(name: "home", key: .random())
+        var other = g
+        other.rotate(to: .random(epoch: 2))
+        let day: Int64 = 20_417
+        #expect(g.tag(day: day) != g.tag(day: day + 1))
+        #expect(other.tag(day: day) == g.tag(day: day))
+        #expect(g.tag(day: day).count == 16)
+        #expect(g.recognisedTags(day: day) == [g.tag(day: day - 1), g.tag(day: day), g.tag(day: day + 1), GroupKey.permanentTag(forGroupID: g.idBytes)])
+        #expect(!g.recognisedTags(day: day).contains(g.tag(day: day + 2)))
+        #expect(GroupIdentity(name: "home", key: .random()).tag(day: day) != g.tag(day: day))
+        #expect(GroupKey.tagDay(unixSeconds: 86_399) == 0 && GroupKey.tagDay(unixSeconds: 86_400) == 1 && GroupKey.tagDay(unixSeconds: -1) == -1)
+    }
 }
 
 @Suite("Envelope key changes")

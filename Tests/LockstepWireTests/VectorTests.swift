@@ -144,6 +144,30 @@ struct VectorTests {
         }
     }
 
+    /// DNS-SD group tags (peer protocol §2): the group of ``key``, on two consecutive days, and
+    /// the permanent tag of older agents (day absent).
+    struct TagVector: Codable, Equatable {
+        var name: String
+        var keyHex: String
+        var groupIDHex: String
+        var day: Int64?
+        var tag: String
+
+        enum CodingKeys: String, CodingKey {
+            case name, day, tag
+            case keyHex = "key_hex"
+            case groupIDHex = "group_id_hex"
+        }
+    }
+
+    static func tagVectors() -> [TagVector] {
+        let g = GroupIdentity(name: "vectors", key: key)
+        let days: [(String, Int64?)] = [("2025-11-25", 20_417), ("2025-11-26", 20_418), ("permanent (recognised, not published)", nil)]
+        return days.map { name, day in
+            TagVector(name: name, keyHex: hex(key.bytes), groupIDHex: hex(g.idBytes), day: day, tag: day.map { g.tag(day: $0) } ?? GroupKey.permanentTag(forGroupID: g.idBytes))
+        }
+    }
+
     static func rejectionVectors(_ envelopes: [EnvelopeVector]) -> [RejectionVector] {
         let good = bytes(envelopes[0].datagramHex)
         var tampered = good
@@ -168,6 +192,7 @@ struct VectorTests {
             let envelopes = Self.envelopeVectors()
             try Self.write(envelopes, to: "envelopes.json")
             try Self.write(Self.rejectionVectors(envelopes), to: "rejections.json")
+            try Self.write(Self.tagVectors(), to: "tags.json")
         }
         let vectors = try Self.load("peer-messages.json", as: [MessageVector].self)
         #expect(Set(vectors.map { MessageType($0.message.message) }).count == MessageType.allCases.count, "every message type has a vector")
@@ -190,6 +215,17 @@ struct VectorTests {
             let (header, plaintext) = try opener.open(Self.bytes(v.datagramHex))
             #expect(header.sequence == v.sequence)
             #expect(Self.hex(plaintext) == v.plaintextHex)
+        }
+    }
+
+    @Test("tag vectors: the group id from the key, and the DNS-SD tag of each day from the group id")
+    func tags() throws {
+        let vectors = try Self.load("tags.json", as: [TagVector].self)
+        #expect(vectors.count == 3)
+        for v in vectors {
+            let g = GroupIdentity(name: "vectors", key: GroupKey(bytes: Self.bytes(v.keyHex), epoch: 1)!)
+            #expect(Self.hex(g.idBytes) == v.groupIDHex, "\(v.name): group id")
+            #expect((v.day.map { GroupKey.tag(forGroupID: Self.bytes(v.groupIDHex), day: $0) } ?? GroupKey.permanentTag(forGroupID: Self.bytes(v.groupIDHex))) == v.tag, "\(v.name): tag")
         }
     }
 
