@@ -180,7 +180,7 @@ public struct Dissemination: Sendable {
     /// registers; it is asked for what this node lacks (our digest back).
     public mutating func onDigest(_ digest: GroupDigest, wantsReply: Bool, from sender: ReplicaID, source: Endpoint) -> [Directive] {
         let (theirs, unknown) = digest.vector(known: replica.knownReplicas)
-        replica.onDigest(theirs, from: sender)
+        replica.onDigest(theirs, from: sender, complete: !unknown)
         var out: [Directive] = replica.log.missing(from: theirs).map { .reply(.operation($0, wantsAck: false), to: source) }
         let state = replica.state
         if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || theirs == replica.log.applied {

@@ -22,9 +22,11 @@
 /// - **Joining.** A replica with no member but itself folds nothing (up to the log's bound), so
 ///   that its commands reach the group as operations; nor does one that holds none of the group's
 ///   history (it has folded nothing and imported nothing) until it has heard every device of the
-///   roster (``setRoster(_:)``): the others it met may be as new as itself (devices removed while
-///   it was away, which it cannot know yet), and folding with them alone would make its own
-///   `load` a register that wins by stamp when it meets the group, resetting the group's timeline. When it meets a group whose history is
+///   roster (``setRoster(_:)``) and no member's digest shows operations it lacks: the others it
+///   met may be as new as itself (devices removed while it was away, which it cannot know yet),
+///   or hold history whose registers are still on the way, and folding its own `load` before
+///   those arrive would make it a register that wins by stamp when it meets the group, resetting
+///   the group's timeline. When it meets a group whose history is
 ///   folded (or restarts, as a new replica), the folded states merge register
 ///   by register into the checkpoint (larger stamp wins, ``GroupState/merge(_:)``), and the log
 ///   replays on top: a restarted agent's first `load` then finds the group's timeline, as it
@@ -97,6 +99,8 @@ public struct OperationLog: Sendable {
     public private(set) var roster: Set<PeerID>?
     /// This replica has folded, or imported another's folded state: it holds the group's history.
     public private(set) var holdsHistory = false
+    /// Members whose latest digest showed operations this replica lacks.
+    private var ahead: Set<ReplicaID> = []
     /// What each member is known to have.
     var knowledge: [ReplicaID: VersionVector] = [:]
     /// The latest operations seen, none in another's past: the heads of the next one.
@@ -255,6 +259,7 @@ public struct OperationLog: Sendable {
         for r in now { retired[r] = nil }
         members = now
         knowledge = knowledge.filter { members.contains($0.key) }
+        ahead.formIntersection(members)
         pruneRetired()
         foldStable()
     }
@@ -265,10 +270,13 @@ public struct OperationLog: Sendable {
         foldStable()
     }
 
-    /// What `replica` says it has (its digest). Used once this replica has every operation of
+    /// What `replica` says it has (its digest; `complete` false if it named replicas this one
+    /// does not know, left out of `vector`). Used once this replica has every operation of
     /// `replica` the digest counts: knowledge of ours it had before issuing those.
-    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID) {
-        guard members.contains(replica), applied[replica] >= vector[replica] else { return }
+    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID, complete: Bool = true) {
+        guard members.contains(replica) else { return }
+        if complete && applied.covers(vector) { ahead.remove(replica) } else { ahead.insert(replica) }
+        guard applied[replica] >= vector[replica] else { return }
         knowledge[replica, default: VersionVector()].merge(vector)
         foldStable()
     }
@@ -279,9 +287,10 @@ public struct OperationLog: Sendable {
     /// restarted agent's first `load` would otherwise reset the group's timeline).
     ///
     /// A replica holding none of the group's history also waits to have heard every device of the
-    /// roster (the type's doc, "Joining").
+    /// roster, and for no member's digest to show operations it lacks: a member holding history
+    /// has its registers on the way (the type's doc, "Joining").
     private func isStable(_ id: OperationID) -> Bool {
-        members.count > 1 && (holdsHistory || heardRoster) && members.allSatisfy { m in m == me ? applied.contains(id) : knowledge[m]?.contains(id) ?? false }
+        members.count > 1 && (holdsHistory || (heardRoster && ahead.isEmpty)) && members.allSatisfy { m in m == me ? applied.contains(id) : knowledge[m]?.contains(id) ?? false }
     }
 
     private var heardRoster: Bool {
