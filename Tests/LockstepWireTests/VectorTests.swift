@@ -176,10 +176,14 @@ struct VectorTests {
         version2[2] = 2
         var otherEpoch = good
         otherEpoch[3] = 9
+        var version3 = good
+        version3[2] = 3
         return [
             RejectionVector(name: "not Lockstep", datagramHex: hex(Array("hello".utf8)), rejection: "not_lockstep"),
             RejectionVector(name: "wire version 2 (before device keys and removal)", datagramHex: hex(version2), rejection: "unknown_version"),
+            RejectionVector(name: "wire version 3 (before padding)", datagramHex: hex(version3), rejection: "unknown_version"),
             RejectionVector(name: "shorter than header and tag", datagramHex: hex(Array(good.prefix(40))), rejection: "too_short"),
+            RejectionVector(name: "not one of the padded sizes", datagramHex: hex(Array(good.dropLast())), rejection: "bad_padding"),
             RejectionVector(name: "one ciphertext bit flipped", datagramHex: hex(tampered), rejection: "auth_failed"),
             RejectionVector(name: "key epoch not held", datagramHex: hex(otherEpoch), rejection: "unknown_key_epoch"),
         ]

@@ -70,8 +70,12 @@ public struct GroupKey: Sendable, Equatable {
     public static func tag(forGroupID id: [UInt8], day: Int64) -> String {
         var label = Array("lockstep group tag v2".utf8)
         withUnsafeBytes(of: UInt64(bitPattern: day).bigEndian) { label += $0 }
-        let mac = HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))
-        return Array(mac).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return tag(label, id)
+    }
+
+    /// 8 bytes of HMAC-SHA256(key = group id, label), hex.
+    private static func tag(_ label: [UInt8], _ id: [UInt8]) -> String {
+        Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))).prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 
     /// Today, by this device's wall clock.
@@ -79,10 +83,7 @@ public struct GroupKey: Sendable, Equatable {
 
     /// The tag agents published before it changed daily (`"lockstep group tag v1"`, no day): still
     /// recognised, never published, so that a group whose devices upgrade one by one stays one.
-    public static func permanentTag(forGroupID id: [UInt8]) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array("lockstep group tag v1".utf8), using: SymmetricKey(data: id))
-        return Array(mac).prefix(8).map { String(format: "%02x", $0) }.joined()
-    }
+    public static func permanentTag(forGroupID id: [UInt8]) -> String { tag(Array("lockstep group tag v1".utf8), id) }
 
     /// The day (since 1970-01-01, UTC) of a wall-clock time in seconds since then.
     public static func tagDay(unixSeconds: Int64) -> Int64 {
