@@ -144,13 +144,12 @@ struct VectorTests {
         }
     }
 
-    /// DNS-SD group tags (peer protocol §2): the group of ``key``, on two consecutive days, and
-    /// the permanent tag of older agents (day absent).
+    /// DNS-SD group tags (peer protocol §2): the group of ``key``, on two consecutive days.
     struct TagVector: Codable, Equatable {
         var name: String
         var keyHex: String
         var groupIDHex: String
-        var day: Int64?
+        var day: Int64
         var tag: String
 
         enum CodingKeys: String, CodingKey {
@@ -162,9 +161,8 @@ struct VectorTests {
 
     static func tagVectors() -> [TagVector] {
         let g = GroupIdentity(name: "vectors", key: key)
-        let days: [(String, Int64?)] = [("2025-11-25", 20_417), ("2025-11-26", 20_418), ("permanent (recognised, not published)", nil)]
-        return days.map { name, day in
-            TagVector(name: name, keyHex: hex(key.bytes), groupIDHex: hex(g.idBytes), day: day, tag: day.map { g.tag(day: $0) } ?? GroupKey.permanentTag(forGroupID: g.idBytes))
+        return [("2025-11-25", 20_417), ("2025-11-26", 20_418)].map { name, day in
+            TagVector(name: name, keyHex: hex(key.bytes), groupIDHex: hex(g.idBytes), day: day, tag: g.tag(day: day))
         }
     }
 
@@ -225,11 +223,11 @@ struct VectorTests {
     @Test("tag vectors: the group id from the key, and the DNS-SD tag of each day from the group id")
     func tags() throws {
         let vectors = try Self.load("tags.json", as: [TagVector].self)
-        #expect(vectors.count == 3)
+        #expect(vectors.count == 2)
         for v in vectors {
             let g = GroupIdentity(name: "vectors", key: GroupKey(bytes: Self.bytes(v.keyHex), epoch: 1)!)
             #expect(Self.hex(g.idBytes) == v.groupIDHex, "\(v.name): group id")
-            #expect((v.day.map { GroupKey.tag(forGroupID: Self.bytes(v.groupIDHex), day: $0) } ?? GroupKey.permanentTag(forGroupID: Self.bytes(v.groupIDHex))) == v.tag, "\(v.name): tag")
+            #expect(GroupKey.tag(forGroupID: Self.bytes(v.groupIDHex), day: v.day) == v.tag, "\(v.name): tag")
         }
     }
 

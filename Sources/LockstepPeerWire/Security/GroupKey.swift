@@ -70,20 +70,11 @@ public struct GroupKey: Sendable, Equatable {
     public static func tag(forGroupID id: [UInt8], day: Int64) -> String {
         var label = Array("lockstep group tag v2".utf8)
         withUnsafeBytes(of: UInt64(bitPattern: day).bigEndian) { label += $0 }
-        return tag(label, id)
-    }
-
-    /// 8 bytes of HMAC-SHA256(key = group id, label), hex.
-    private static func tag(_ label: [UInt8], _ id: [UInt8]) -> String {
-        Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))).prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 
     /// Today, by this device's wall clock.
     public static func tagDayNow() -> Int64 { tagDay(unixSeconds: Int64(Date().timeIntervalSince1970)) }
-
-    /// The tag agents published before it changed daily (`"lockstep group tag v1"`, no day): still
-    /// recognised, never published, so that a group whose devices upgrade one by one stays one.
-    public static func permanentTag(forGroupID id: [UInt8]) -> String { tag(Array("lockstep group tag v1".utf8), id) }
 
     /// The day (since 1970-01-01, UTC) of a wall-clock time in seconds since then.
     public static func tagDay(unixSeconds: Int64) -> Int64 {
@@ -164,11 +155,9 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
     public func tag(day: Int64) -> String { GroupKey.tag(forGroupID: idBytes, day: day) }
 
     /// The tags a member recognises on `day`: the day before's, its own and the day after's (two
-    /// devices' clocks may put them on either side of midnight), and the permanent tag older
-    /// agents publish (``GroupKey/permanentTag(forGroupID:)``).
-    public func recognisedTags(day: Int64) -> Set<String> {
-        Set((day - 1...day + 1).map { tag(day: $0) } + [GroupKey.permanentTag(forGroupID: idBytes)])
-    }
+    /// devices' clocks may put them on either side of midnight). (Agents of peer protocol 3
+    /// published one permanent tag; they do not speak version 4, so it is not recognised.)
+    public func recognisedTags(day: Int64) -> Set<String> { Set((day - 1...day + 1).map { tag(day: $0) }) }
 
     /// Today's tag, by this device's wall clock.
     public var tag: String { tag(day: GroupKey.tagDayNow()) }
