@@ -30,6 +30,7 @@ extension Agent {
             return
         }
         self.discovery = discovery
+        discovery.recognise(groupTags: keys.group.recognisedTags(day: tagDay))
         discoveryState = .starting
         tasks.append(Task { [weak self] in
             for await event in events {
@@ -59,13 +60,13 @@ extension Agent {
                 // Our own service, or another device with our key (a copied state directory).
                 // (Before avahi confirms the registration, the instance is the name asked for.)
                 if service.instanceName != registeredInstance ?? identity.name {
-                    transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again", detail: service.instanceName, from: service.endpoints.first)
+                    transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): on one of them (not both): lockstep group reset-identity", detail: service.instanceName, from: service.endpoints.first)
                 }
                 return
             }
             // Any group's open invite: a joining device does not know its group yet.
             noteInviter(service)
-            guard service.txt[LockstepTXT.group] == keys.group.tag else { return }
+            guard let tag = service.txt[LockstepTXT.group], keys.group.recognisedTags(day: tagDay).contains(tag) else { return }
             guard service.txt[LockstepTXT.version] == String(PeerProtocol.version) else {
                 logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
                 return

@@ -8,6 +8,7 @@ extension Agent {
     func startAfresh() {
         let now = now()
         node = Self.makeNode(configuration: configuration, identity: identity)
+        node.onRoster(Set(keys.roster.members.keys))
         replyBudget = ReplyBudget()
         for text in configuration.staticPeers { addStaticPeer(text, now: now) }
         for state in clients.values.sorted(by: { $0.connection.id < $1.connection.id }) {

@@ -49,6 +49,20 @@ extension Agent {
             try invite(request, now: now)
         case "group_members":
             request.reply(membersView())
+        case "group_reset_identity":
+            let fresh: DeviceIdentity
+            do {
+                fresh = try StateDirectory(path: configuration.stateDirectory).newDeviceIdentity()
+            } catch {
+                throw ProtocolError(.internal, "cannot write a new device key (\(error)); this device keeps its key")
+            }
+            logger.notice("new device key: starting again under it", metadata: [
+                "device.previous": "\(identity.device.member.fingerprint)", "device.fingerprint": "\(fresh.member.fingerprint)",
+            ])
+            request.reply(GroupResetIdentityResult(previousFingerprint: identity.device.member.fingerprint, fingerprint: fresh.member.fingerprint, peerID: fresh.peerID.hex))
+            // The reply goes out before the socket closes.
+            let reset = identityResetContinuation
+            loop.scheduleTask(in: .milliseconds(200)) { reset.yield() }
         case "group_remove":
             let r = try request.decode(GroupRemoveRequest.self)
             let found = keys.roster.find(r.device)
@@ -91,7 +105,7 @@ extension Agent {
     func switchGroup(to group: GroupIdentity) throws {
         execute(sessions.onReset())
         guard execute(keys.onSwitch(to: group, name: identity.name)) else { throw ProtocolError(.internal, "cannot save the group") }
-        try? discovery?.updateTXT(txtRecord())
+        publishTXT()
         logger.notice("switched group", metadata: ["group.name": "\(group.name)", "group.tag": "\(group.tag)"])
     }
 
@@ -117,6 +131,7 @@ extension Agent {
             case .acceptPairs(let pairs):
                 transport?.opener.acceptPairs(pairs)
                 transport?.setMembers(pairs.keys, removed: keys.roster.removed)
+                node.onRoster(Set(keys.roster.members.keys))
             case .sealWith(let key):
                 transport?.sealer.use(key)
                 logger.info("sealing under the group key", metadata: ["group.epoch": "\(key.epoch)", "members.unacknowledged": "\(keys.unacknowledged)"])
@@ -162,9 +177,20 @@ extension Agent {
     }
 
     func txtRecord() -> [String: String] {
-        [
+        tagDay = Self.today()
+        return [
             LockstepTXT.version: String(PeerProtocol.version), LockstepTXT.peerID: identity.peerID.hex,
-            LockstepTXT.group: keys.group.tag, LockstepTXT.name: identity.name.truncated(toUTF8: 63),
+            LockstepTXT.group: keys.group.tag(day: tagDay), LockstepTXT.name: identity.name.truncated(toUTF8: 63),
         ].merging(pairing.invite == nil ? [:] : [LockstepTXT.invite: "1"]) { a, _ in a }
     }
+
+    /// Publishes this agent's TXT record with today's group tag, and has discovery take the
+    /// group's tags of the days either side for ours (the tag is new every day: review L3).
+    func publishTXT() {
+        try? discovery?.updateTXT(txtRecord())
+        discovery?.recognise(groupTags: keys.group.recognisedTags(day: tagDay))
+    }
+
+    /// Days since 1970-01-01 (UTC) by the wall clock: the group tag's day.
+    static func today() -> Int64 { GroupKey.tagDayNow() }
 }

@@ -76,7 +76,7 @@ extension Agent {
                 pendingJoin = nil
                 discovery?.seekInviters(false)
             case .inviteOpen:
-                try? discovery?.updateTXT(txtRecord())
+                publishTXT()
             case .refused(let counter, let source):
                 transport?.drop(counter, "refused a pairing datagram", from: source)
             }

@@ -100,6 +100,12 @@ public actor Agent: ClientHandler {
     var tasks: [Task<Void, Never>] = []
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
+    /// The day whose group tag our TXT record shows (``publishTXT()``; the tag is new every day).
+    var tagDay = Agent.today()
+    /// Yields once this agent's device key was replaced (`group_reset_identity`): the daemon
+    /// stops it and starts an agent under the new key, in the same process.
+    public nonisolated let identityReset: AsyncStream<Void>
+    nonisolated let identityResetContinuation: AsyncStream<Void>.Continuation
 
     /// What the agent knows about one connected client.
     struct ClientState {
@@ -122,6 +128,7 @@ public actor Agent: ClientHandler {
         self.node = Self.makeNode(configuration: configuration, identity: identity)
         self.keys = GroupMembers(group: identity.group, me: identity.device)
         self.sessions = PairSessions(me: identity.peerID)
+        (self.identityReset, self.identityResetContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
     /// A node with nothing replicated yet: at start, and after a group switch.
@@ -224,6 +231,14 @@ public actor Agent: ClientHandler {
             execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte))
         default:
             let proven = d.epochByte == GroupKey.sessionEpochByte || d.epochByte == GroupKey.pairEpochByte
+            if !proven, sessions.isConfirmed(d.sender), node.membership.peers[d.sender]?.provenIncarnation == d.incarnation {
+                // That start of the member seals to this device under their session: the group key
+                // with its id is another member speaking for it (review finding M4), or the member
+                // lost the session; the offerer offers again (at most once a retry interval).
+                transport?.drop("group_key_from_session_peer", "refused a group-key datagram with the id of a member in session", from: d.source)
+                execute(sessions.onUndecryptable(d.sender, pairKey: pairKey, now: now))
+                break
+            }
             execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, proven: proven, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
         }
         rearm(now)
@@ -255,6 +270,7 @@ public actor Agent: ClientHandler {
         execute(sessions.onTick(now: now, reachable: Set(node.membership.reachable)))
         execute(pairing.onTick(now: now))
         if measurements.isDue(now) { pushMeasurements(now: now) }
+        if discovery != nil, Self.today() != tagDay { publishTXT() }
         rearm(now)
     }
 

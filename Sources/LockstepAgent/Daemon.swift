@@ -53,6 +53,14 @@ public struct AgentService: Service, CustomStringConvertible {
         // A socket shared with a group needs a directory its members can traverse (not list).
         let lock = try SocketLock.acquire(socketPath: configuration.socketPath, directoryMode: configuration.socketMode & 0o066 == 0 ? 0o700 : 0o711)
         defer { lock.release() }
+        // A new device key (`group_reset_identity`) means an agent under it, in this process.
+        while try await runAgent() == .newIdentity {}
+    }
+
+    enum Ending { case stopped, newIdentity }
+    struct NewIdentity: Error {}
+
+    private func runAgent() async throws -> Ending {
         let identity = try Self.loadIdentity(configuration)
         let group = MultiThreadedEventLoopGroup.singleton
         var log = logger
@@ -67,18 +75,25 @@ public struct AgentService: Service, CustomStringConvertible {
             configuration: .init(socketPath: configuration.socketPath, socketMode: mode_t(configuration.socketMode), socketGroup: configuration.socketGroup.map { gid_t($0) }),
             handler: agent, group: group, logger: log)
         try await agent.start()
+        var ending = Ending.stopped
         do {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingDiscardingTaskGroup { tasks in
                     tasks.addTask {
                         try await server.run(onListening: { onReady(agent) })
                     }
+                    tasks.addTask {
+                        for await _ in agent.identityReset { throw NewIdentity() }
+                    }
                 }
             }
         } catch is CancellationError {
             // A graceful shutdown cancels the tasks above: that is how a stop looks, not a failure.
+        } catch is NewIdentity {
+            ending = .newIdentity
         }
         await agent.stop()
-        log.info("lockstepd stopped")
+        log.info(ending == .newIdentity ? "lockstepd starting again under a new device key" : "lockstepd stopped")
+        return ending
     }
 }

@@ -34,7 +34,7 @@ struct Peers: AsyncParsableCommand {
 struct Group: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The group this agent belongs to: its members, key, join codes; removing a device.",
-        subcommands: [Show.self, Create.self, Invite.self, Join.self, Members.self, Remove.self, Rotate.self, NewCode.self])
+        subcommands: [Show.self, Create.self, Invite.self, Join.self, Members.self, Remove.self, Rotate.self, NewCode.self, ResetIdentity.self])
 
     struct NewCode: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -123,6 +123,32 @@ extension Group {
         func run() async throws {
             let r: GroupShowResult = try await options.withAgent { try await $0.request("group_rotate") }
             print(options.json ? try jsonText(r) : Group.render(r) + "\nMembers that were away get the new key when next heard; give new devices a fresh code (group show --reveal).")
+        }
+    }
+
+    struct ResetIdentity: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-identity",
+            abstract: "Give this device a new device key: the way out when two devices run from copies of one state directory (lockstep doctor says so).",
+            discussion: """
+                Run it on one of the two copies only. The agent writes a new key to STATE_DIR/identity and starts again under it, in the same process; \
+                it still holds the group key, so every member admits the new key when the device announces it. The old key stays a member: the \
+                other copy uses it. A device that is no copy needs no new key; if one was made anyway, remove its old fingerprint (lockstep group remove).
+                """)
+        @OptionGroup var options: CommonOptions
+        func run() async throws {
+            let r: GroupResetIdentityResult = try await options.withAgent { agent in
+                do {
+                    return try await agent.request("group_reset_identity")
+                } catch LockstepClient.Failure.rejected(let e) {
+                    printError(e.message)
+                    throw ExitCode(1)
+                }
+            }
+            print(options.json ? try jsonText(r) : """
+                this device's key is new: fingerprint \(Terminal.escaped(r.fingerprint)) (it was \(Terminal.escaped(r.previousFingerprint)), which the other copy keeps)
+                the agent starts again under it; the group's members admit it when it announces itself (lockstep group members)
+                """)
         }
     }
 

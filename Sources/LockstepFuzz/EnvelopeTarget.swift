@@ -128,7 +128,7 @@ enum EnvelopeTarget {
         var nonce = [UInt8](repeating: 0, count: 4)
         withUnsafeBytes(of: sequence.bigEndian) { nonce += $0 }
         do {
-            let box = try ChaChaPoly.seal(plaintext, using: derived, nonce: ChaChaPoly.Nonce(data: nonce), authenticating: header)
+            let box = try ChaChaPoly.seal(Envelope.pad(plaintext), using: derived, nonce: ChaChaPoly.Nonce(data: nonce), authenticating: header)
             return header + box.ciphertext + box.tag
         } catch {
             fatalError("envelope: sealing failed: \(error)")

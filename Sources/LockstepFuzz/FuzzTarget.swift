@@ -60,7 +60,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// libFuzzer options for this target; arguments given to `fuzz` come after and override them.
     var libFuzzerDefaults: [String] {
         switch self {
-        case .peer: ["-max_len=\(Envelope.maxPlaintextBytes)"]
+        case .peer: ["-max_len=\(Envelope.maxMessageBytes)"]
         case .envelope: ["-max_len=\(Envelope.maxDatagramBytes + 1)"]
         case .player: ["-max_len=4096"]
         case .joincode: ["-max_len=256"]

@@ -53,7 +53,7 @@ enum NodeTarget {
         switch op {
         case 0, 1, 2:
             let incarnation = op == 2 ? input.integer(UInt64.self) : UInt64(input.byte() % 4) + 1
-            let length = Int(input.integer(UInt16.self)) % (Envelope.maxPlaintextBytes + 1)
+            let length = Int(input.integer(UInt16.self)) % (Envelope.maxMessageBytes + 1)
             guard let message = try? PeerMessage.decode(input.bytes(length)) else { return }
             switch message {
             case .epochKey(let epoch, let key, let removed):

@@ -109,6 +109,32 @@ extension Faults {
         o.check("they share the peer id (the copied key), as expected", statuses.count == 2 && statuses.allSatisfy { $0.peerID == before.peerID }, statuses.map(\.peerID).joined(separator: ", "))
         let distinct = statuses.count == 2 && statuses[0].incarnation != statuses[1].incarnation
         o.check("their incarnations differ, so no datagram key is shared", distinct, statuses.map { String($0.incarnation) }.joined(separator: " vs "))
+
+        // The way out, in one command on one copy: a new device key, admitted by the members.
+        let reset: GroupResetIdentityResult = try await lab.request(3, "group_reset_identity")
+        let resetAt = MonotonicClock.read()
+        var members: GroupMembersResult?
+        let admitted = await waitUntil(timeout: 15, interval: 0.2) {
+            members = try? await lab.request(1, "group_members")
+            let s3: AgentStatus? = try? await lab.request(3, "status")
+            let reachable = Set(members?.members.filter(\.reachable).map(\.fingerprint) ?? [])
+            return s3?.peerID == reset.peerID && reachable.contains(reset.fingerprint) && reachable.contains(reset.previousFingerprint)
+        }
+        o.figures["reset_admitted_s"] = admitted ?? -1
+        o.check(
+            "after lockstep group reset-identity on one copy, h1 admits its new key and reaches both", admitted != nil,
+            admitted.map { String(format: "%.1f s after the reset", $0) } ?? "h1's members: \(members?.members.map { "\($0.name) \($0.fingerprint) \($0.reachable)" } ?? [])")
+        func clones(_ h: Int) async -> UInt64 {
+            let s: AgentStatus? = try? await lab.request(h, "status")
+            return s?.counters["dropped_clone"] ?? 0
+        }
+        let before2 = await clones(2)
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        let after2 = await clones(2), after3 = await clones(3)
+        o.figures["clone_after_reset"] = Double(after2 - before2 + after3)
+        o.check(
+            "no device sees a clone any more", after2 == before2 && after3 == 0,
+            "h2 counted \(after2 - before2) more in 3 s, h3 (new key) \(after3), \(String(format: "%.1f", Double(MonotonicClock.read() - resetAt) / 1e9)) s after the reset")
         return o
     }
 

@@ -272,6 +272,7 @@ public enum Faults {
         _ = try g.lab.spawn(2, "member", [
             Lab.binDirectory + "/lockstep-bench", "member", "--host", address, "--port", String(before[0].udpPort), "--victim", before[0].peerID,
             "--rate", String(rate), "--seconds", String(seconds), "--impersonate-to", "\(try g.lab.address(3)):\(before[2].udpPort)",
+            "--victim-incarnation", String(before[0].incarnation),
         ], environment: ["LOCKSTEP_JOIN_CODE": g.lab.joinCode])
         try await Task.sleep(nanoseconds: UInt64((seconds + 1) * 1e9))
         let spread = try g.spreads(from: from + 500_000_000, to: MonotonicClock.read() - 200_000_000)
@@ -279,13 +280,21 @@ public enum Faults {
         for h in 1...3 { after.append(try await g.lab.request(h, "status")) }
         let alive = try (1...3).map { try g.agentPID($0) } == pids && zip(before, after).allSatisfy { $0.incarnation == $1.incarnation }
         let counters = after[0].counters
-        let refused = ["dropped_out_of_range", "dropped_stamp_too_far_ahead", "dropped_invalid_heads", "dropped_speaks_for_us", "dropped_epoch_key_not_pairwise", "dropped_member_key_not_own"]
+        let refused = ["dropped_out_of_range", "dropped_stamp_too_far_ahead", "dropped_invalid_heads", "dropped_speaks_for_us", "dropped_epoch_key_not_pairwise", "dropped_member_key_not_own", "dropped_not_proven"]
         let counted = refused.map { "\($0)=\(counters[$0] ?? 0)" }.joined(separator: ", ")
         for name in refused { o.figures[name] = Double(counters[name] ?? 0) }
         o.figures["spread_p99_us"] = spread.percentile(99)
         o.check("no agent restarted", alive, alive ? "same pids and incarnations on all three" : "an agent restarted")
         o.check("the crafted messages are refused and counted, each kind", refused.allSatisfy { (counters[$0] ?? 0) > 0 }, counted)
         o.check("the group stays in step", spread.percentile(99) < 1000, "spread p99 \(us(spread.percentile(99)))")
+        // At h3, goodbyes as the victim: under its own incarnation (it is in session with h3) and
+        // under the forged one; neither is taken.
+        let third = after[2].counters
+        for name in ["dropped_group_key_from_session_peer", "dropped_not_proven"] { o.figures["h3_" + name] = Double(third[name] ?? 0) }
+        o.check(
+            "goodbyes forged as the victim are refused at h3 (its own incarnation: a member in session; a forged one: not proven)",
+            (third["dropped_group_key_from_session_peer"] ?? 0) > 0 && (third["dropped_not_proven"] ?? 0) > 0,
+            "group_key_from_session_peer=\(third["dropped_group_key_from_session_peer"] ?? 0), not_proven=\(third["dropped_not_proven"] ?? 0)")
         // The victim was spoken for once, an hour ahead: the others take its real datagrams again
         // once that forged incarnation has been silent (10 s), and it is reachable everywhere.
         let back = try await waitUntil(timeout: 20, interval: 0.2) { try await g.allReachable() }

@@ -41,6 +41,21 @@ public struct GroupMembersResult: Codable, Sendable, Equatable {
 
 /// `group_remove`: remove a device (by name, fingerprint or peer id) from the group. The group
 /// moves to a new epoch whose key reaches every other member and not that device.
+/// The result of `group_reset_identity`: this device's key was replaced by a new one (a copied
+/// state directory's way out); the agent starts again under it right after replying.
+public struct GroupResetIdentityResult: Codable, Sendable, Equatable {
+    /// The key it had, which stays a member (the other copy holds it).
+    public var previousFingerprint: String
+    public var fingerprint: String
+    public var peerID: String
+
+    public init(previousFingerprint: String, fingerprint: String, peerID: String) {
+        self.previousFingerprint = previousFingerprint
+        self.fingerprint = fingerprint
+        self.peerID = peerID
+    }
+}
+
 public struct GroupRemoveRequest: Codable, Sendable, Equatable, PlayerRequest {
     public var device: String
 

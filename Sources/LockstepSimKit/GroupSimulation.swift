@@ -90,7 +90,7 @@ public struct GroupSimulation {
             now = max(now, time)
             switch event {
             case .deliver(let to, let from, let message, let source):
-                let d = hosts[to].node.onMessage(message, from: peer(from), incarnation: hosts[from].node.identity.incarnation, source: source, receivedAt: local(to), now: local(to))
+                let d = hosts[to].node.onMessage(message, from: peer(from), incarnation: hosts[from].node.identity.incarnation, proven: true, source: source, receivedAt: local(to), now: local(to))
                 execute(to, d)
             case .tick(let i):
                 guard hosts[i].nextTick == time else { continue }

@@ -13,8 +13,10 @@ import LockstepPlayerProtocol
 /// through (the decoder must refuse them: `dropped_out_of_range`) and at the very edges the
 /// decoder allows (the core must survive them: refused records, wrong echoes, a member speaking
 /// for the victim, wild clock reports, records of another item anchored at the ends of time).
-/// With `--impersonate-to`, it also sends another agent one datagram under the victim's own id
-/// with an incarnation an hour ahead (the review's incarnation poisoning), once.
+/// With `--impersonate-to`, it also sends another agent datagrams under the victim's own id, once
+/// each: a `goodbye` under the victim's current incarnation (`--victim-incarnation`, refused as
+/// `group_key_from_session_peer` once the two are in session), a `hello` with an incarnation an
+/// hour ahead (the review's incarnation poisoning) and a `goodbye` under it (`not_proven`).
 struct MemberCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "member", abstract: "Send a victim crafted messages sealed with the group key (a fault-injection helper).")
@@ -24,7 +26,8 @@ struct MemberCommand: ParsableCommand {
     @Option(help: "The victim's peer id (32 hex digits): records and reports name it.") var victim: String
     @Option(help: "Messages per second.") var rate = 200
     @Option(help: "Seconds.") var seconds = 10.0
-    @Option(help: "Also send this agent (IPV4:PORT) one datagram as the victim itself, with an incarnation an hour ahead.") var impersonateTo: String?
+    @Option(help: "Also send this agent (IPV4:PORT) datagrams as the victim itself: with an incarnation an hour ahead, and with its own.") var impersonateTo: String?
+    @Option(help: "The victim's incarnation, for --impersonate-to.") var victimIncarnation: UInt64?
 
     func run() throws {
         guard let code = ProcessInfo.processInfo.environment["LOCKSTEP_JOIN_CODE"], let group = try? JoinCode.parse(code, name: "member") else {
@@ -41,8 +44,14 @@ struct MemberCommand: ParsableCommand {
         sender.send(sealer.seal(PeerMessage.hello(name: "member", wantsReply: true).encoded()), to: target)
         if let other = impersonateTo {
             guard let endpoint = Endpoint(other), case .v4 = endpoint else { throw ValidationError("--impersonate-to takes IPV4:PORT") }
+            let to = try UDPSender.address(endpoint.host, endpoint.port)
+            // Sequence numbers far ahead of the victim's own: past the replay window.
+            if let real = victimIncarnation {
+                sender.send(EnvelopeSealer(sender: victimID, incarnation: real, key: group.currentKey, after: 1 << 40).seal(PeerMessage.goodbye.encoded()), to: to)
+            }
             let forged = EnvelopeSealer(sender: victimID, incarnation: incarnation + 3_600_000_000, key: group.currentKey)
-            sender.send(forged.seal(PeerMessage.hello(name: "forged", wantsReply: false).encoded()), to: try UDPSender.address(endpoint.host, endpoint.port))
+            sender.send(forged.seal(PeerMessage.hello(name: "forged", wantsReply: false).encoded()), to: to)
+            sender.send(forged.seal(PeerMessage.goodbye.encoded()), to: to)
         }
         let sent = UDPSender.paced(rate: rate, seconds: seconds, napMicros: 2_000) { n in sender.send(sealer.seal(messages[n % messages.count]), to: target) }
         print("sent \(sent) crafted messages (\(messages.count) kinds) in \(seconds) s")

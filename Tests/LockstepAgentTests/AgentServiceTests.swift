@@ -27,6 +27,29 @@ struct AgentServiceTests {
         }
     }
 
+    @Test("group_reset_identity writes a new device key and the agent starts again under it, on the same socket")
+    func resetIdentity() async throws {
+        try await withTemporaryDirectory { dir in
+            let (before, reset, after) = try await withRunningAgent(in: dir) { socket, _ in
+                let before = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("status", as: AgentStatus.self) }
+                let reset = try await LockstepClient.withConnection(socketPath: socket) { try await $0.request("group_reset_identity", as: GroupResetIdentityResult.self) }
+                var after: AgentStatus?
+                for _ in 0..<100 where after?.peerID != reset.peerID {
+                    try await Task.sleep(nanoseconds: 50_000_000)
+                    after = try? await LockstepClient.withConnection(socketPath: socket) { try await $0.request("status", as: AgentStatus.self) }
+                }
+                return (before, reset, after)
+            }
+            #expect(reset.peerID != before.peerID)
+            #expect(reset.fingerprint != reset.previousFingerprint)
+            #expect(after?.peerID == reset.peerID, "the agent answers under the new key")
+            let stored = try StateDirectory(path: dir + "/state").deviceIdentity().identity
+            #expect(stored.peerID.hex == reset.peerID)
+            let mode = try FileManager.default.attributesOfItem(atPath: dir + "/state/identity")[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+        }
+    }
+
     @Test("graceful shutdown removes the socket and its lock file")
     func shutdownRemovesSocket() async throws {
         try await withTemporaryDirectory { dir in

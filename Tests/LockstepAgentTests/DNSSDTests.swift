@@ -421,6 +421,17 @@ func avahiDaemonAnswers(path: String = "/run/avahi-daemon/socket") -> Bool {
         #expect(t.waiting == [Self.key("b")])
     }
 
+    @Test("an instance showing the group's tag of another day is kept once those tags are recognised (the tag is new every day)")
+    func recognisedTagKept() {
+        var t = DNSSDTracker(maxServices: 2)
+        _ = t.onOwnTXT(["g": "today", "v": "1", "id": "me"])
+        _ = t.onBrowse(added: true, name: "a", interfaceIndex: Self.eth0)
+        #expect(t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "yesterday", "v": "1", "id": "x"]) == [.stopResolve(Self.key("a"))])
+        #expect(t.onRecognisedTags(["yesterday", "today", "tomorrow"]) == [.startResolve(Self.key("a"))])
+        #expect(t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "yesterday", "v": "1", "id": "x"]).contains(.startAddressQueries(DNSSDHostKey(host: "a.local.", interfaceIndex: Self.eth0))))
+        #expect(t.onResolved(Self.key("a"), hostTarget: "a.local.", port: 1, txt: ["g": "yesterday", "v": "2", "id": "x"]).contains(.stopResolve(Self.key("a"))), "the version must still match")
+    }
+
     @Test("while instances wait, those reported or unanswered for a whole round give their slot up, so every instance gets resolved in turn")
     func slotsAreTimeShared() {
         var t = DNSSDTracker(maxServices: 2)

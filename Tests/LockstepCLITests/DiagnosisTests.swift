@@ -152,7 +152,7 @@ struct DiagnosisTests {
         let check = Diagnosis().report(o)[.keyEpochs]
         #expect(check?.outcome == .failed)
         #expect(check?.finding.contains("another device uses this device's key") == true)
-        #expect(check?.fix?.contains("remove STATE_DIR/identity") == true)
+        #expect(check?.fix?.contains("lockstep group reset-identity") == true)
         o.statusLater = Self.status(counters: ["received": 120, "dropped_removed_member": 7])
         let knocking = Diagnosis().report(o)[.keyEpochs]
         #expect(knocking?.outcome == .ok)

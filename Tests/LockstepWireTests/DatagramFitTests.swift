@@ -39,7 +39,7 @@ struct DatagramFitTests {
     func largestFit() {
         for (name, message) in Self.largest {
             let bytes = message.encoded().count
-            #expect(bytes <= Envelope.maxPlaintextBytes, "\(name): \(bytes) bytes, at most \(Envelope.maxPlaintextBytes)")
+            #expect(bytes <= Envelope.maxMessageBytes, "\(name): \(bytes) bytes, at most \(Envelope.maxMessageBytes)")
         }
     }
 
@@ -52,6 +52,6 @@ struct DatagramFitTests {
         #expect(Set(entries.map(\.replicaHash)).count == 64, "no two replicas share a hash")
         let bytes = PeerMessage.digest(GroupDigest(entries: entries, fingerprint: 1), wantsReply: true).encoded().count
         #expect(bytes == 1 + 1 + 8 + 1 + 64 * 16)
-        #expect(bytes <= Envelope.maxPlaintextBytes)
+        #expect(bytes <= Envelope.maxMessageBytes)
     }
 }

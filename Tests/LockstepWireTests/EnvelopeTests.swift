@@ -14,12 +14,34 @@ struct EnvelopeTests {
         let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
         let opener = EnvelopeOpener(me: bob, keys: [key])
         let datagram = sealer.seal([1, 2, 3])
-        #expect(datagram.count == Envelope.headerBytes + 3 + Envelope.tagBytes)
+        #expect(datagram.count == Envelope.headerBytes + 64 + Envelope.tagBytes)
         let (header, plaintext) = try opener.open(datagram)
         #expect(plaintext == [1, 2, 3])
         #expect(header.sender == alice)
         #expect(header.incarnation == 9)
         #expect(header.sequence == 1)
+    }
+
+    @Test("messages are padded to a few sizes, so a datagram's length shows only its size class; a length or padding no sealer makes is refused")
+    func padding() throws {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        for (length, padded) in [(0, 64), (63, 64), (64, 128), (200, 256), (511, 512), (1_000, 1_024), (Envelope.maxMessageBytes, 1_400)] {
+            let message = [UInt8](repeating: 0, count: length)
+            let datagram = sealer.seal(message)
+            #expect(datagram.count == Envelope.headerBytes + padded + Envelope.tagBytes, "\(length) bytes")
+            #expect(try opener.open(datagram).plaintext == message, "trailing zeros of the message itself are kept")
+        }
+        let sizes = [PeerMessage.goodbye, .keyAck(epoch: 3), .clockRequest(exchange: 1, t1: PeerTime(ns: 5)), .clockReply(exchange: 1, echo: 5, t2: PeerTime(ns: 6), t3: PeerTime(ns: 7))]
+            .map { sealer.seal($0.encoded()).count }
+        #expect(Set(sizes) == [116])
+        var cut = sealer.seal([1])
+        cut.removeLast()
+        #expect(throws: Envelope.Rejection.badPadding) { try opener.open(cut) }
+        // Authentic, but not padded as the sealer pads: refused after opening, nothing kept.
+        #expect(Envelope.unpad([1] + [UInt8](repeating: 0, count: 63)) == nil)
+        #expect(Envelope.unpad([1, 0x80] + [UInt8](repeating: 0, count: 61)) == nil, "not a padded size")
+        #expect(Envelope.unpad([1, 0x80, 0] + [UInt8](repeating: 0, count: 61)) == [1])
     }
 
     @Test("the plaintext does not appear in the datagram")
@@ -104,14 +126,15 @@ struct EnvelopeTests {
         _ = try opener.open(real.seal([4]), hostNow: 11_100_000_000)
     }
 
-    @Test("bad headers are named: not Lockstep, unknown version (versions 1 and 2 included), too short, from myself")
+    @Test("bad headers are named: not Lockstep, unknown version (versions 1 to 3 included), too short, from myself")
     func headers() {
         let opener = EnvelopeOpener(me: alice, keys: [key])
         #expect(throws: Envelope.Rejection.notLockstep) { try opener.open(Array("GET / HTTP/1.1".utf8)) }
         #expect(throws: Envelope.Rejection.unknownVersion(1)) { try opener.open([0x4C, 0x4B, 1] + Array(repeating: 0, count: 60)) }
         #expect(throws: Envelope.Rejection.unknownVersion(2)) { try opener.open([0x4C, 0x4B, 2] + Array(repeating: 0, count: 60)) }
-        #expect(throws: Envelope.Rejection.unknownVersion(4)) { try opener.open([0x4C, 0x4B, 4] + Array(repeating: 0, count: 60)) }
-        #expect(throws: Envelope.Rejection.tooShort) { try opener.open([0x4C, 0x4B, 3, 1]) }
+        #expect(throws: Envelope.Rejection.unknownVersion(3)) { try opener.open([0x4C, 0x4B, 3] + Array(repeating: 0, count: 60)) }
+        #expect(throws: Envelope.Rejection.unknownVersion(5)) { try opener.open([0x4C, 0x4B, 5] + Array(repeating: 0, count: 60)) }
+        #expect(throws: Envelope.Rejection.tooShort) { try opener.open([0x4C, 0x4B, Envelope.version, 1]) }
         #expect(throws: Envelope.Rejection.fromSelf) { try opener.open(EnvelopeSealer(sender: alice, incarnation: 1, key: key).seal([1])) }
     }
 
@@ -168,6 +191,21 @@ struct JoinCodeTests {
         let before = g.tag
         g.rotate(to: .random(epoch: 2))
         #expect(g.tag == before)
+    }
+
+    @Test("the public tag is new every day, the same for every holder of the group id, and members recognise the days either side")
+    func tagDaily() {
+        let g = GroupIdentity(name: "home", key: .random())
+        var other = g
+        other.rotate(to: .random(epoch: 2))
+        let day: Int64 = 20_417
+        #expect(g.tag(day: day) != g.tag(day: day + 1))
+        #expect(other.tag(day: day) == g.tag(day: day))
+        #expect(g.tag(day: day).count == 16)
+        #expect(g.recognisedTags(day: day) == [g.tag(day: day - 1), g.tag(day: day), g.tag(day: day + 1)])
+        #expect(!g.recognisedTags(day: day).contains(g.tag(day: day + 2)))
+        #expect(GroupIdentity(name: "home", key: .random()).tag(day: day) != g.tag(day: day))
+        #expect(GroupKey.tagDay(unixSeconds: 86_399) == 0 && GroupKey.tagDay(unixSeconds: 86_400) == 1 && GroupKey.tagDay(unixSeconds: -1) == -1)
     }
 }
 

@@ -145,6 +145,28 @@ struct VectorTests {
         }
     }
 
+    /// DNS-SD group tags (peer protocol §2): the group of ``key``, on two consecutive days.
+    struct TagVector: Codable, Equatable {
+        var name: String
+        var keyHex: String
+        var groupIDHex: String
+        var day: Int64
+        var tag: String
+
+        enum CodingKeys: String, CodingKey {
+            case name, day, tag
+            case keyHex = "key_hex"
+            case groupIDHex = "group_id_hex"
+        }
+    }
+
+    static func tagVectors() -> [TagVector] {
+        let g = GroupIdentity(name: "vectors", key: key)
+        return [("2025-11-25", 20_417), ("2025-11-26", 20_418)].map { name, day in
+            TagVector(name: name, keyHex: hex(key.bytes), groupIDHex: hex(g.idBytes), day: day, tag: g.tag(day: day))
+        }
+    }
+
     static func rejectionVectors(_ envelopes: [EnvelopeVector]) -> [RejectionVector] {
         let good = bytes(envelopes[0].datagramHex)
         var tampered = good
@@ -153,10 +175,14 @@ struct VectorTests {
         version2[2] = 2
         var otherEpoch = good
         otherEpoch[3] = 9
+        var version3 = good
+        version3[2] = 3
         return [
             RejectionVector(name: "not Lockstep", datagramHex: hex(Array("hello".utf8)), rejection: "not_lockstep"),
             RejectionVector(name: "wire version 2 (before device keys and removal)", datagramHex: hex(version2), rejection: "unknown_version"),
+            RejectionVector(name: "wire version 3 (before padding)", datagramHex: hex(version3), rejection: "unknown_version"),
             RejectionVector(name: "shorter than header and tag", datagramHex: hex(Array(good.prefix(40))), rejection: "too_short"),
+            RejectionVector(name: "not one of the padded sizes", datagramHex: hex(Array(good.dropLast())), rejection: "bad_padding"),
             RejectionVector(name: "one ciphertext bit flipped", datagramHex: hex(tampered), rejection: "auth_failed"),
             RejectionVector(name: "key epoch not held", datagramHex: hex(otherEpoch), rejection: "unknown_key_epoch"),
         ]
@@ -169,6 +195,7 @@ struct VectorTests {
             let envelopes = Self.envelopeVectors()
             try Self.write(envelopes, to: "envelopes.json")
             try Self.write(Self.rejectionVectors(envelopes), to: "rejections.json")
+            try Self.write(Self.tagVectors(), to: "tags.json")
         }
         let vectors = try Self.load("peer-messages.json", as: [MessageVector].self)
         #expect(Set(vectors.map { MessageType($0.message.message) }).count == MessageType.allCases.count, "every message type has a vector")
@@ -191,6 +218,17 @@ struct VectorTests {
             let (header, plaintext) = try opener.open(Self.bytes(v.datagramHex))
             #expect(header.sequence == v.sequence)
             #expect(Self.hex(plaintext) == v.plaintextHex)
+        }
+    }
+
+    @Test("tag vectors: the group id from the key, and the DNS-SD tag of each day from the group id")
+    func tags() throws {
+        let vectors = try Self.load("tags.json", as: [TagVector].self)
+        #expect(vectors.count == 2)
+        for v in vectors {
+            let g = GroupIdentity(name: "vectors", key: GroupKey(bytes: Self.bytes(v.keyHex), epoch: 1)!)
+            #expect(Self.hex(g.idBytes) == v.groupIDHex, "\(v.name): group id")
+            #expect(GroupKey.tag(forGroupID: Self.bytes(v.groupIDHex), day: v.day) == v.tag, "\(v.name): tag")
         }
     }
 

@@ -59,11 +59,20 @@ public struct StateDirectory: Sendable {
             }
             return (identity, nil)
         }
-        let identity = DeviceIdentity.generate()
-        try write(file, identity.rawRepresentation.map { String(format: "%02x", $0) }.joined() + "\n", mode: 0o600)
+        let identity = try newDeviceIdentity()
         let old = (try? read(path + "/peer-id")).flatMap { PeerID(hex: $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         if old != nil { unlink(path + "/peer-id") }
         return (identity, old)
+    }
+
+    /// A new device key, replacing the one this directory held (if any) in one atomic write:
+    /// `lockstep group reset-identity`, for one of two devices started from copies of one state
+    /// directory. The group's members admit the new key when the device announces it under the
+    /// group key it holds; the old key stays a member (the other copy uses it).
+    public func newDeviceIdentity() throws -> DeviceIdentity {
+        let identity = DeviceIdentity.generate()
+        try write(path + "/identity", identity.rawRepresentation.map { String(format: "%02x", $0) }.joined() + "\n", mode: 0o600)
+        return identity
     }
 
     /// The human name: `override` if given (and then kept), else the stored one, else the hostname.

@@ -203,6 +203,14 @@ public final class DNSSDDiscovery: Sendable {
         }
     }
 
+    /// Group tags to take for ours besides the one in our TXT record (the group's tags of the
+    /// days either side of today). Ignored unless started.
+    public func recognise(groupTags: Set<String>) {
+        control.withLock { control in
+            if case .running(let mailbox, _) = control { mailbox.send(.recognise(groupTags)) }
+        }
+    }
+
     /// While a join looks for a device of the group it joins that has opened an invite, instances
     /// of another group are resolved rather than parked (an invite shows in the TXT record a
     /// second or two after it opens). Ignored unless started.

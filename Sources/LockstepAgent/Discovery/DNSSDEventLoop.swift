@@ -164,6 +164,8 @@ final class DNSSDEventLoop {
                 stopping = true
             case .seekInviters(let on):
                 pending += tracker.seekInviters(on)
+            case .recognise(let tags):
+                pending += tracker.onRecognisedTags(tags)
             case .updateTXT(let bytes):
                 guard bytes != txt else { continue }
                 txt = bytes

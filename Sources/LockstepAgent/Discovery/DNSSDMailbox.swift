@@ -16,6 +16,8 @@ import LockstepPlayerProtocol
 final class DNSSDMailbox: Sendable {
     enum Command: Sendable {
         case updateTXT([UInt8])
+        /// Group tags taken for ours besides the one published (``DNSSDTracker/recognisedTags``).
+        case recognise(Set<String>)
         /// While true, instances of another group are not parked (a join looks for a device of
         /// the group it joins that has opened an invite).
         case seekInviters(Bool)

@@ -97,6 +97,9 @@ struct DNSSDTracker {
     /// TXT entries an instance must carry to keep its resolve slot: our own group tag and
     /// protocol version (others are parked until ours change). Empty: every instance keeps it.
     private(set) var wanted: [String: String] = [:]
+    /// Group tags an instance may carry besides ours: the group's tags of the days either side
+    /// of today (the tag is new every day; peer protocol §1).
+    private(set) var recognisedTags: Set<String> = []
     /// Rounds of ``rotate()`` so far.
     private var round = 0
     /// A join is looking for inviting devices: nothing is parked (``seekInviters(_:)``).
@@ -140,7 +143,7 @@ struct DNSSDTracker {
     mutating func onResolved(_ key: DNSSDServiceKey, hostTarget: String, port: UInt16, txt: [String: String]) -> [Directive] {
         guard let service = services[key], service.active else { return [] }
         // Another group's device with an open invite stays: a joining agent looks for it.
-        if !seeking, !wanted.allSatisfy({ txt[$0.key] == $0.value }), txt[LockstepTXT.invite] != "1" { return park(key) }
+        if !seeking, !isWanted(txt), txt[LockstepTXT.invite] != "1" { return park(key) }
         let hostKey = DNSSDHostKey(host: hostTarget, interfaceIndex: key.interfaceIndex)
         var directives: [Directive] = []
         let oldHost = service.resolved?.host
@@ -204,6 +207,17 @@ struct DNSSDTracker {
         return wakeParked()
     }
 
+    /// Group tags also taken for ours (``recognisedTags``); those parked get their turn again.
+    mutating func onRecognisedTags(_ tags: Set<String>) -> [Directive] {
+        guard tags != recognisedTags else { return [] }
+        recognisedTags = tags
+        return wakeParked()
+    }
+
+    private func isWanted(_ txt: [String: String]) -> Bool {
+        wanted.allSatisfy { k, v in txt[k] == v || (k == LockstepTXT.group && txt[k].map(recognisedTags.contains) == true) }
+    }
+
     /// A join starts (`true`) or ends looking for inviting devices. While it looks, instances of
     /// another group are not parked, and parked ones get their turn again: a device of the group
     /// being joined may open its invite after it was parked, and its TXT record shows it a second
@@ -215,7 +229,7 @@ struct DNSSDTracker {
         var directives: [Directive] = []
         for key in services.keys.sorted() {
             guard let r = services[key]?.resolved, services[key]!.active,
-                !wanted.allSatisfy({ r.txt[$0.key] == $0.value }), r.txt[LockstepTXT.invite] != "1" else { continue }
+                !isWanted(r.txt), r.txt[LockstepTXT.invite] != "1" else { continue }
             directives += park(key)
         }
         return directives

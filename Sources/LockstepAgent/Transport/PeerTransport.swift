@@ -236,7 +236,7 @@ public final class PeerTransport: Sendable {
     @discardableResult
     private func send(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey? = nil, transmitTime wantsTransmitTime: Bool) -> Bool {
         let plaintext = message.encoded()
-        guard plaintext.count <= Envelope.maxPlaintextBytes else {
+        guard plaintext.count <= Envelope.maxMessageBytes else {
             count("too_large_to_send")
             logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(MessageType(message))", "message.bytes": "\(plaintext.count)"])
             return false

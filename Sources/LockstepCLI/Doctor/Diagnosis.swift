@@ -235,7 +235,7 @@ public struct Diagnosis: Sendable {
             return .init(
                 .keyEpochs, .failed,
                 "another device uses this device's key (\(clones) of its datagrams or announcements seen): its state directory was copied from this one",
-                fix: "on one of the two: stop lockstepd, remove STATE_DIR/identity, start it and join again (lockstep group invite on a member, lockstep group join CODE there)")
+                fix: "on one of the two (not both): lockstep group reset-identity (a new device key; the members admit it)")
         }
         if after > before {
             let seconds = o.seconds > 0 ? " in the last \(Human.fixed(o.seconds, 1)) s" : ""

@@ -94,6 +94,12 @@ public struct Dissemination: Sendable {
         replica.setMembers(members)
     }
 
+    /// The group's devices (removed ones excluded): a replica holding none of the group's history
+    /// folds only once it has heard them all (``OperationLog``, "Joining").
+    public mutating func onRoster(_ devices: Set<PeerID>) {
+        replica.setRoster(devices)
+    }
+
     // MARK: - Peers
 
     /// A peer became reachable: exchange digests and introduce our players at once.
@@ -176,7 +182,7 @@ public struct Dissemination: Sendable {
     /// registers; it is asked for what this node lacks (our digest back).
     public mutating func onDigest(_ digest: GroupDigest, wantsReply: Bool, from sender: ReplicaID, source: Endpoint) -> [Directive] {
         let (theirs, unknown) = digest.vector(known: replica.knownReplicas)
-        replica.onDigest(theirs, from: sender)
+        replica.onDigest(theirs, from: sender, complete: !unknown)
         var out: [Directive] = replica.log.missing(from: theirs).map { .reply(.operation($0, wantsAck: false), to: source) }
         let state = replica.state
         if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || theirs == replica.log.applied {

@@ -20,7 +20,13 @@
 ///   away) folds its oldest operations anyway; an operation that then arrives stamped before
 ///   the checkpoint is applied right after it, and counted as ``late``.
 /// - **Joining.** A replica with no member but itself folds nothing (up to the log's bound), so
-///   that its commands reach the group as operations. When it meets a group whose history is
+///   that its commands reach the group as operations; nor does one that holds none of the group's
+///   history (it has folded nothing and imported nothing) until it has heard every device of the
+///   roster (``setRoster(_:)``) and no member's digest shows operations it lacks: the others it
+///   met may be as new as itself (devices removed while it was away, which it cannot know yet),
+///   or hold history whose registers are still on the way, and folding its own `load` before
+///   those arrive would make it a register that wins by stamp when it meets the group, resetting
+///   the group's timeline. When it meets a group whose history is
 ///   folded (or restarts, as a new replica), the folded states merge register
 ///   by register into the checkpoint (larger stamp wins, ``GroupState/merge(_:)``), and the log
 ///   replays on top: a restarted agent's first `load` then finds the group's timeline, as it
@@ -89,6 +95,12 @@ public struct OperationLog: Sendable {
     /// The group state: the checkpoint with the log replayed on top.
     public private(set) var state = GroupState()
     public private(set) var members: Set<ReplicaID> = []
+    /// The devices of the group (removed ones excluded), when the shell knows them.
+    public private(set) var roster: Set<PeerID>?
+    /// This replica has folded, or imported another's folded state: it holds the group's history.
+    public private(set) var holdsHistory = false
+    /// Members whose latest digest showed operations this replica lacks.
+    private var ahead: Set<ReplicaID> = []
     /// What each member is known to have.
     var knowledge: [ReplicaID: VersionVector] = [:]
     /// The latest operations seen, none in another's past: the heads of the next one.
@@ -247,14 +259,24 @@ public struct OperationLog: Sendable {
         for r in now { retired[r] = nil }
         members = now
         knowledge = knowledge.filter { members.contains($0.key) }
+        ahead.formIntersection(members)
         pruneRetired()
         foldStable()
     }
 
-    /// What `replica` says it has (its digest). Used once this replica has every operation of
+    /// The group's devices now (removed ones excluded): see the type's doc, "Joining".
+    public mutating func setRoster(_ devices: Set<PeerID>) {
+        roster = devices
+        foldStable()
+    }
+
+    /// What `replica` says it has (its digest; `complete` false if it named replicas this one
+    /// does not know, left out of `vector`). Used once this replica has every operation of
     /// `replica` the digest counts: knowledge of ours it had before issuing those.
-    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID) {
-        guard members.contains(replica), applied[replica] >= vector[replica] else { return }
+    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID, complete: Bool = true) {
+        guard members.contains(replica) else { return }
+        if complete && applied.covers(vector) { ahead.remove(replica) } else { ahead.insert(replica) }
+        guard applied[replica] >= vector[replica] else { return }
         knowledge[replica, default: VersionVector()].merge(vector)
         foldStable()
     }
@@ -263,8 +285,18 @@ public struct OperationLog: Sendable {
     /// log's bound): when it meets the group they go as operations, applied in stamp order like
     /// any other, rather than as a folded state whose registers would win by stamp alone (a
     /// restarted agent's first `load` would otherwise reset the group's timeline).
+    ///
+    /// A replica holding none of the group's history also waits to have heard every device of the
+    /// roster, and for no member's digest to show operations it lacks: a member holding history
+    /// has its registers on the way (the type's doc, "Joining").
     private func isStable(_ id: OperationID) -> Bool {
-        members.count > 1 && members.allSatisfy { m in m == me ? applied.contains(id) : knowledge[m]?.contains(id) ?? false }
+        members.count > 1 && (holdsHistory || (heardRoster && ahead.isEmpty)) && members.allSatisfy { m in m == me ? applied.contains(id) : knowledge[m]?.contains(id) ?? false }
+    }
+
+    private var heardRoster: Bool {
+        guard let roster else { return true }
+        let heard = Set(members.map(\.peer))
+        return roster.allSatisfy { $0 == me.peer || heard.contains($0) }
     }
 
     private mutating func foldStable() {
@@ -274,6 +306,7 @@ public struct OperationLog: Sendable {
             folded[first.op.stamp.replica] = max(folded[first.op.stamp.replica], first.op.stamp.seq)
             lastFolded = max(lastFolded ?? first.op.stamp, first.op.stamp)
             log.removeFirst()
+            holdsHistory = true
         }
     }
 
@@ -300,12 +333,14 @@ public struct OperationLog: Sendable {
     /// A register of another replica's folded state, merged into the checkpoint (see the type's doc).
     public mutating func importRecord(_ record: ItemRecord) {
         time = max(time, record.stamp.time)
+        holdsHistory = true
         guard checkpoint.merge(record) else { return }
         replay()
     }
 
     public mutating func importRecord(_ record: CurrentRecord) {
         time = max(time, record.stamp.time)
+        holdsHistory = true
         guard checkpoint.merge(record) else { return }
         replay()
     }
@@ -324,6 +359,7 @@ public struct OperationLog: Sendable {
             folded[e.replica] = e.counter
         }
         guard !covered.counters.isEmpty else { return }
+        holdsHistory = true
         let before = log.count
         log.removeAll { covered.contains($0.op.id) }
         for id in waiting.keys where covered.contains(id) { waiting[id] = nil }

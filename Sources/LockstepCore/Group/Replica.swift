@@ -91,8 +91,11 @@ public struct Replica: Sendable {
     public mutating func importRecord(_ record: ItemRecord) { log.importRecord(record) }
     public mutating func importRecord(_ record: CurrentRecord) { log.importRecord(record) }
     public mutating func importFolded(_ entries: [VersionVector.Entry]) { log.importFolded(entries) }
-    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID) { log.onDigest(vector, from: replica) }
+    public mutating func onDigest(_ vector: VersionVector, from replica: ReplicaID, complete: Bool = true) {
+        log.onDigest(vector, from: replica, complete: complete)
+    }
     public mutating func setMembers(_ replicas: Set<ReplicaID>) { log.setMembers(replicas) }
+    public mutating func setRoster(_ devices: Set<PeerID>) { log.setRoster(devices) }
 
     /// `peer` has operation `id`.
     public mutating func acknowledged(_ id: OperationID, by peer: PeerID) {

@@ -97,6 +97,8 @@ public struct Node: Sendable {
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
         case .clockResult(let exchange, let echo, let t1, let t4):
             out += run(clocks.onResult(from: sender, exchange: exchange, echo: echo, t1: t1, t4: t4, now: now))
+        case .clockReport where !proven, .goodbye where !proven:
+            out.append(.dropped(.notProven, from: sender))
         case .clockReport(let report):
             clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
         case .syncReport(let report):
@@ -208,6 +210,11 @@ public struct Node: Sendable {
         clocks.onLocalClockCorrected(now: now)
         group.onLocalClockStep(now: now)
         return onTick(now: now)
+    }
+
+    /// The group's devices now (the roster, removed ones excluded), as the keys know them.
+    public mutating func onRoster(_ devices: Set<PeerID>) {
+        group.onRoster(devices)
     }
 
     /// What to send before shutting down: a goodbye to every reachable peer.

@@ -38,4 +38,8 @@ public enum DropReason: String, Sendable, Equatable {
     case speaksForUs = "speaks_for_us"
     /// A clock reply echoing a `t1` this node did not send for its exchange (replayed or forged).
     case wrongEcho = "wrong_echo"
+    /// A `goodbye` or a clock report (what one peer says that changes how others see a third)
+    /// sealed under the group key, which any member can put any sender's id on (review finding
+    /// M4): taken only sealed pairwise or under a session.
+    case notProven = "not_proven"
 }

@@ -1,5 +1,5 @@
 /// The peer protocol (`Protocol/peer-protocol.md`): what agents send each other.
 public enum PeerProtocol {
     /// The version this build speaks: the envelope's version byte and the DNS-SD TXT `v`.
-    public static let version = 3
+    public static let version = 4
 }

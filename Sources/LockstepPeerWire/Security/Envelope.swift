@@ -22,6 +22,28 @@ public enum Envelope {
     /// The largest datagram an agent sends or accepts (fits a 1500-byte Ethernet MTU over IPv6).
     public static let maxDatagramBytes = 1452
     public static var maxPlaintextBytes: Int { maxDatagramBytes - headerBytes - tagBytes }
+    /// The sizes a message is padded to before sealing (review finding L3: message types showed
+    /// by their length): it is followed by 0x80 and zeros up to the first size larger than it.
+    /// Every clock message, goodbye, ack, key_ack and session_offer is 64 bytes, 116 sealed.
+    public static let paddedSizes = [64, 128, 256, 512, 1024, maxDatagramBytes - headerBytes - tagBytes]
+    /// The largest message a datagram carries (one byte goes to the padding's 0x80).
+    public static var maxMessageBytes: Int { maxPlaintextBytes - 1 }
+
+    /// `message` followed by 0x80 and zeros up to its size in ``paddedSizes``.
+    public static func pad(_ message: [UInt8]) -> [UInt8] {
+        let size = paddedSizes.first { $0 > message.count } ?? message.count + 1
+        var out = message
+        out.reserveCapacity(size)
+        out.append(0x80)
+        out.append(contentsOf: repeatElement(0, count: size - out.count))
+        return out
+    }
+
+    /// The message inside a padded plaintext; nil if the padding is not canonical.
+    public static func unpad(_ padded: [UInt8]) -> [UInt8]? {
+        guard paddedSizes.contains(padded.count), let end = padded.lastIndex(where: { $0 != 0 }), padded[end] == 0x80 else { return nil }
+        return Array(padded[..<end])
+    }
 
     /// The header fields, readable without the key.
     public struct Header: Equatable, Sendable {
@@ -53,6 +75,8 @@ public enum Envelope {
         /// An authentic datagram with this agent's own peer id but another incarnation: another
         /// device holds this device's key (a copied state directory, or a cloned SD card).
         case clone
+        /// Not one of the padded sizes, or padding that is not 0x80 and zeros (peer protocol §2).
+        case badPadding
 
         public var description: String {
             switch self {
@@ -66,7 +90,8 @@ public enum Envelope {
             case .staleIncarnation: "from an older incarnation of its sender"
             case .implausibleIncarnation: "its sender's incarnation is more than a day ahead of this agent's wall clock"
             case .fromSelf: "from this agent itself"
-            case .clone: "another device uses this device's key (a copied state directory?): stop one of them, remove its STATE_DIR/identity and join it again (lockstep group invite / join)"
+            case .clone: "another device uses this device's key (a copied state directory?): on one of them (not both), lockstep group reset-identity"
+            case .badPadding: "not padded to one of the envelope's sizes"
             }
         }
 
@@ -84,6 +109,7 @@ public enum Envelope {
             case .implausibleIncarnation: "implausible_incarnation"
             case .fromSelf: "from_self"
             case .clone: "clone"
+            case .badPadding: "bad_padding"
             }
         }
     }
@@ -127,12 +153,15 @@ public enum Envelope {
 public final class EnvelopeSealer: Sendable {
     public let sender: PeerID
     public let incarnation: UInt64
-    private let sequence = Atomic<UInt64>(0)
+    private let sequence: Atomic<UInt64>
     private let keys: Mutex<(epoch: UInt8, key: SymmetricKey)>
 
-    public init(sender: PeerID, incarnation: UInt64, key: GroupKey) {
+    /// `after`: the sequence number the first datagram follows (0 for an agent's sealer; the
+    /// faults benchmark's forger starts far ahead, as an attacker may).
+    public init(sender: PeerID, incarnation: UInt64, key: GroupKey, after: UInt64 = 0) {
         self.sender = sender
         self.incarnation = incarnation
+        self.sequence = Atomic(after)
         self.keys = Mutex((UInt8(truncatingIfNeeded: key.epoch), key.datagramKey(sender: sender, incarnation: incarnation)))
     }
 
@@ -142,10 +171,12 @@ public final class EnvelopeSealer: Sendable {
         keys.withLock { $0 = (UInt8(truncatingIfNeeded: key.epoch), derived) }
     }
 
-    /// The datagram carrying `plaintext` (at most ``Envelope/maxPlaintextBytes``), sealed with the
-    /// current key, or with `other` (to reach a peer that only holds the previous key).
-    public func seal(_ plaintext: [UInt8], with other: GroupKey? = nil) -> [UInt8] {
-        precondition(plaintext.count <= Envelope.maxPlaintextBytes, "peer message too large for a datagram")
+    /// The datagram carrying `message` (at most ``Envelope/maxMessageBytes``), padded
+    /// (``Envelope/paddedSizes``) and sealed with the current key, or with `other` (a pairwise or
+    /// session key).
+    public func seal(_ message: [UInt8], with other: GroupKey? = nil) -> [UInt8] {
+        precondition(message.count <= Envelope.maxMessageBytes, "peer message too large for a datagram")
+        let plaintext = Envelope.pad(message)
         let seq = sequence.wrappingAdd(1, ordering: .relaxed).newValue
         let (epoch, key) = other.map { (UInt8(truncatingIfNeeded: $0.epoch), $0.datagramKey(sender: sender, incarnation: incarnation)) } ?? keys.withLock { $0 }
         var w = ByteWriter(capacity: Envelope.headerBytes + plaintext.count + Envelope.tagBytes)
@@ -251,6 +282,8 @@ public final class EnvelopeOpener: Sendable {
         let fromMe = h.sender == me
         if fromMe && (myIncarnation == nil || myIncarnation == h.incarnation) { throw .fromSelf }
         if h.incarnation > wallClockMicros.addingSaturating(Self.incarnationLeadMicros) { throw .implausibleIncarnation }
+        // One comparison before any crypto: a length no sealer makes.
+        guard Envelope.paddedSizes.contains(datagram.count - Envelope.headerBytes - Envelope.tagBytes) else { throw .badPadding }
         let aad = datagram[0..<Envelope.headerBytes]
         let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
         let tag = datagram[(datagram.count - Envelope.tagBytes)...]
@@ -289,6 +322,7 @@ public final class EnvelopeOpener: Sendable {
         let plaintext = opened.plaintext
         if h.epochByte == GroupKey.sessionEpochByte { h.sessionKey = found[opened.index] }
         if fromMe { throw .clone }
+        guard let message = Envelope.unpad(plaintext) else { throw .badPadding }
         // Authentic: now the replay check and the sender's state may change.
         let verdict: Envelope.Rejection? = state.withLock { s in
             s.tick &+= 1
@@ -296,7 +330,7 @@ public final class EnvelopeOpener: Sendable {
             return Self.admit(h, key: key, generation: generation, tick: s.tick, hostNow: hostNow, into: &s.boundSenders)
         }
         if let verdict { throw verdict }
-        return (h, plaintext)
+        return (h, message)
     }
 
     /// The incarnation and replay checks of an authentic datagram, against its sender's state in

@@ -61,12 +61,24 @@ public struct GroupKey: Sendable, Equatable {
         return GroupKey(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }, epoch: epoch)!
     }
 
-    /// The tag published in DNS-SD TXT records: 8 bytes of HMAC-SHA256(key, label), hex. It lets
-    /// agents skip strangers' services without trying them, and reveals nothing about the key;
-    /// it stays the same across rotations (derived from the group's first key id, see ``GroupIdentity``).
-    public static func tag(forGroupID id: [UInt8]) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array("lockstep group tag v1".utf8), using: SymmetricKey(data: id))
-        return Array(mac).prefix(8).map { String(format: "%02x", $0) }.joined()
+    /// The tag published in DNS-SD TXT records on `day` (days since 1970-01-01, UTC): 8 bytes of
+    /// HMAC-SHA256(group id, "lockstep group tag v2" ‖ day as u64 big-endian), hex. It lets agents
+    /// skip other groups' services without trying them, and reveals nothing about the key. It is
+    /// the same across rotations (the group id is, see ``GroupIdentity``), so members at any epoch
+    /// recognise each other, and new every day, so that someone who does not hold the group id
+    /// cannot link one day's services to the next (review finding L3).
+    public static func tag(forGroupID id: [UInt8], day: Int64) -> String {
+        var label = Array("lockstep group tag v2".utf8)
+        withUnsafeBytes(of: UInt64(bitPattern: day).bigEndian) { label += $0 }
+        return Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Today, by this device's wall clock.
+    public static func tagDayNow() -> Int64 { tagDay(unixSeconds: Int64(Date().timeIntervalSince1970)) }
+
+    /// The day (since 1970-01-01, UTC) of a wall-clock time in seconds since then.
+    public static func tagDay(unixSeconds: Int64) -> Int64 {
+        unixSeconds >= 0 ? unixSeconds / 86_400 : (unixSeconds + 1) / 86_400 - 1
     }
 
     /// A stable identifier of the group this key belongs to, derived from the key: rotated keys
@@ -139,8 +151,16 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
         return out
     }
 
-    /// The public DNS-SD tag of this group.
-    public var tag: String { GroupKey.tag(forGroupID: idBytes) }
+    /// The public DNS-SD tag of this group on `day` (``GroupKey/tag(forGroupID:day:)``).
+    public func tag(day: Int64) -> String { GroupKey.tag(forGroupID: idBytes, day: day) }
+
+    /// The tags a member recognises on `day`: the day before's, its own and the day after's (two
+    /// devices' clocks may put them on either side of midnight). (Agents of peer protocol 3
+    /// published one permanent tag; they do not speak version 4, so it is not recognised.)
+    public func recognisedTags(day: Int64) -> Set<String> { Set((day - 1...day + 1).map { tag(day: $0) }) }
+
+    /// Today's tag, by this device's wall clock.
+    public var tag: String { tag(day: GroupKey.tagDayNow()) }
 
     /// Installs `next` as the current key, keeping the current one as the previous.
     public mutating func rotate(to next: GroupKey) {

@@ -120,6 +120,9 @@ public struct PairSessions: Sendable {
         return (p.accept, p.sealing)
     }
 
+    /// Whether `peer` has been heard sealing under a session with this device (it holds one).
+    public func isConfirmed(_ peer: PeerID) -> Bool { peers[peer]?.heard != nil }
+
     public var peersWithSessions: [PeerID] { peers.keys.filter { !(peers[$0]?.accept.isEmpty ?? true) }.sorted() }
 
     // MARK: - Inputs

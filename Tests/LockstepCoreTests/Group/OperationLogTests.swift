@@ -283,6 +283,48 @@ struct OperationLogTests {
         #expect(lb.applied.contains(second.id))
     }
 
+    @Test("a replica holding none of the group's history does not fold its load with others as new as itself: it finds the group's timeline when it meets the group")
+    func returningBehindRemoval() throws {
+        // h1 holds the group's history (film-a, sought to 50 s); h4 was removed while h5 was
+        // away; both come back new, with the roster h5 last knew, and meet first.
+        let h1 = ReplicaID(peer: PeerID(high: 1, low: 1), incarnation: 1), h2 = PeerID(high: 1, low: 2)
+        let h4 = ReplicaID(peer: PeerID(high: 1, low: 4), incarnation: 2), h5 = ReplicaID(peer: PeerID(high: 1, low: 5), incarnation: 2)
+        let item = Self.items[0]
+        var group = GroupState()
+        for (k, command) in [OperationCommand.load(ItemMetadata()), .seek(MediaPosition(clamping: 50_000_000_000))].enumerated() {
+            let t = PeerTime(ns: Int64(k + 1) * 1_000)
+            group.apply(GroupOperation(stamp: Stamp(time: t.ns, origin: h1.peer, incarnation: 1, seq: UInt64(k + 1)), heads: [], item: item, command: command, basis: h1.peer, at: t, originAt: t))
+        }
+        var l5 = OperationLog(me: h5), l4 = OperationLog(me: h4)
+        l5.setRoster([h1.peer, h2, h4.peer, h5.peer])
+        l4.setRoster([h1.peer, h2, h4.peer, h5.peer])
+        l5.setMembers([h5, h4])
+        l4.setMembers([h5, h4])
+        let t = PeerTime(ns: 10_000)
+        let load = try #require(
+            l5.issue(item: item, command: .load(ItemMetadata()), reason: nil, basis: h5.peer, at: t, originAt: t, basisBound: .zero, result: nil, stampTime: t.ns).last)
+        #expect(l4.receive(load, stampLimit: .max) == .applied)
+        l5.onDigest(l4.applied, from: h4)
+        #expect(l5.unstable.count == 1, "not folded with h4 alone: h1 and h2 of the roster not heard yet")
+        // h5 learns of the removals (h2's too) from h1, whose digest (naming replicas h5 does not
+        // know: the group's history) shows it has the load before its registers arrive.
+        l5.setRoster([h1.peer, h5.peer])
+        l5.setMembers([h5, h1])
+        var seen = VersionVector()
+        seen[h5] = 1
+        l5.onDigest(seen, from: h1, complete: false)
+        #expect(l5.unstable.count == 1, "not folded before the registers of the history h1's digest shows")
+        l5.importRecord(try #require(group.current))
+        l5.importRecord(try #require(group.items[item]))
+        l5.importFolded([.init(replica: h1, counter: 2)])
+        #expect(l5.state.items[item]?.timeline.position.ns == 50_000_000_000, "the group's timeline, not h5's load from zero")
+        #expect(l5.state.items[item]?.stamp.origin == h1.peer)
+        // Once it holds the history, stability is as usual.
+        l5.onDigest(l5.applied, from: h1)
+        #expect(l5.unstable.isEmpty)
+        #expect(l5.holdsHistory)
+    }
+
     @Test("a log past its bound folds its oldest, counts it, and applies a late operation right after the checkpoint")
     func bounds() {
         var configuration = OperationLog.Configuration()

@@ -66,6 +66,20 @@ struct NodeTests {
         #expect(n.group.log.members == [ReplicaID(peer: Self.me, incarnation: 1), ReplicaID(peer: Self.bob, incarnation: 8)])
     }
 
+    @Test("a goodbye or a clock report that any member could have sealed (group key) is refused and counted; sealed by the sender alone it is taken")
+    func notProven() {
+        var n = Self.node()
+        _ = n.onMessage(.hello(name: "bob", wantsReply: false), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        let report = ClockReport(entries: [])
+        #expect(n.onMessage(.clockReport(report), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0).contains(.dropped(.notProven, from: Self.bob)))
+        #expect(!n.onMessage(.clockReport(report), from: Self.bob, incarnation: 7, proven: true, source: Self.path, receivedAt: Self.t0, now: Self.t0).contains(.dropped(.notProven, from: Self.bob)))
+        let forged = n.onMessage(.goodbye, from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(forged.contains(.dropped(.notProven, from: Self.bob)))
+        #expect(n.membership.isReachable(Self.bob))
+        let real = n.onMessage(.goodbye, from: Self.bob, incarnation: 7, proven: true, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(real.contains(.membership(.stateChanged(Self.bob, from: .reachable, to: .lost))))
+    }
+
     @Test("a key message is not the core's: it changes nothing")
     func keysAreNotTheCores() {
         var n = Self.node()
