@@ -279,11 +279,11 @@ public struct MPVBridgePolicy: Sendable {
     }
 
     /// Whether a reading taken at host time `at` may be reported to the group: mpv plays on the
-    /// group's timeline, no seek of the bridge is under way, and its last resume or speed change
-    /// has gone through its audio buffer.
+    /// group's timeline at the group's rate (not while a rate correction runs), no seek of the
+    /// bridge is under way, and its last resume or speed change has gone through its audio buffer.
     public func reports(readingAt at: Int64, now: Int64) -> Bool {
-        guard case .following = phase, paused == false, !seeks.ownUnderWay(now: now) else { return false }
-        return at >= reportFrom
+        guard case .following(let rate) = phase, paused == false, !seeks.ownUnderWay(now: now) else { return false }
+        return (commandedSpeed - rate).magnitude <= Self.speedTolerance && at >= reportFrom
     }
 
     // MARK: - The coordinator
