@@ -12,7 +12,9 @@ import LockstepPlayerProtocol
 ///   becomes a ``SeekCommand``.
 /// - The position is reported every `reportIntervalNs` while the player follows a playing
 ///   timeline in group playback, with no suspension open, once the command's instant has passed
-///   (not while paused: the agent corrects only playing players).
+///   (not while paused: the agent corrects only playing players). One reading at a time: a
+///   player that takes longer than the interval to say where it is (it was stopped, say) is
+///   read again as soon as it answers, rather than an interval after the reading began.
 public struct CoordinatorPolicy: Sendable {
     /// What to do now.
     public enum Directive: Sendable, Equatable {
@@ -39,6 +41,8 @@ public struct CoordinatorPolicy: Sendable {
     /// No report before this instant: the player is not yet where it was told to be.
     private var reportsFrom: Int64 = .max
     private var lastReport: Int64?
+    /// A reading for a report is under way (``onReported(now:)`` ends it).
+    private var reading = false
 
     public init(capabilities: PlayerCapabilities, reportIntervalNs: Int64 = 100_000_000) {
         self.capabilities = capabilities
@@ -105,11 +109,20 @@ public struct CoordinatorPolicy: Sendable {
             nudge = nil
             out.append(.setRate(n.rate))
         }
-        if shouldReport(now: now) {
-            lastReport = now
-            out.append(.reportPosition)
-        }
-        return out
+        return out + report(now: now)
+    }
+
+    private mutating func report(now: Int64) -> [Directive] {
+        guard shouldReport(now: now) else { return [] }
+        lastReport = now
+        reading = true
+        return [.reportPosition]
+    }
+
+    /// The reading asked for by ``Directive/reportPosition`` came back (reported or not).
+    public mutating func onReported(now: Int64) -> [Directive] {
+        reading = false
+        return report(now: now)
     }
 
     /// When to tick next: the end of a nudge, or the next report.
@@ -137,7 +150,7 @@ public struct CoordinatorPolicy: Sendable {
     }
 
     private func shouldReport(now: Int64) -> Bool {
-        guard case .play? = lastCommand, inGroupPlayback, openSuspensions == 0, now >= reportsFrom else { return false }
+        guard case .play? = lastCommand, inGroupPlayback, openSuspensions == 0, now >= reportsFrom, !reading else { return false }
         guard let last = lastReport else { return true }
         return now &- last >= reportIntervalNs
     }
