@@ -14,7 +14,8 @@ import LockstepPlayerProtocol
 ///   timeline in group playback, with no suspension open, once the command's instant has passed
 ///   (not while paused: the agent corrects only playing players). One reading at a time: a
 ///   player that takes longer than the interval to say where it is (it was stopped, say) is
-///   read again as soon as it answers, rather than an interval after the reading began.
+///   read again ``slowReadingRetryNs`` after it answers (it is busy catching up then), rather
+///   than an interval after that reading began.
 public struct CoordinatorPolicy: Sendable {
     /// What to do now.
     public enum Directive: Sendable, Equatable {
@@ -29,6 +30,8 @@ public struct CoordinatorPolicy: Sendable {
 
     public let capabilities: PlayerCapabilities
     public let reportIntervalNs: Int64
+    /// After a reading that took longer than the interval, the next one this much later.
+    public static let slowReadingRetryNs: Int64 = 10_000_000
     /// The last timed command (play, pause or buffer) given to the player.
     public private(set) var lastCommand: PlayerCommand?
     public private(set) var inGroupPlayback = false
@@ -109,25 +112,26 @@ public struct CoordinatorPolicy: Sendable {
             nudge = nil
             out.append(.setRate(n.rate))
         }
-        return out + report(now: now)
-    }
-
-    private mutating func report(now: Int64) -> [Directive] {
-        guard shouldReport(now: now) else { return [] }
-        lastReport = now
-        reading = true
-        return [.reportPosition]
+        if shouldReport(now: now) {
+            lastReport = now
+            reading = true
+            out.append(.reportPosition)
+        }
+        return out
     }
 
     /// The reading asked for by ``Directive/reportPosition`` came back (reported or not).
-    public mutating func onReported(now: Int64) -> [Directive] {
+    public mutating func onReported(now: Int64) {
         reading = false
-        return report(now: now)
+        if let last = lastReport, now &- last >= reportIntervalNs {
+            lastReport = now &- reportIntervalNs &+ Self.slowReadingRetryNs
+        }
     }
 
-    /// When to tick next: the end of a nudge, or the next report.
+    /// When to tick next: the end of a nudge, or the next report (while a reading is under way,
+    /// every ``slowReadingRetryNs``, to see it end).
     public func nextWakeUp(now: Int64) -> Int64 {
-        let report = (lastReport ?? now).addingReportingOverflow(reportIntervalNs)
+        let report = reading ? now.addingReportingOverflow(Self.slowReadingRetryNs) : (lastReport ?? now).addingReportingOverflow(reportIntervalNs)
         var next = report.overflow ? Int64.max : max(now, report.partialValue)
         if let n = nudge { next = min(next, max(now, n.until)) }
         return next

@@ -429,7 +429,7 @@ public actor PlaybackCoordinator {
     }
 
     private func report() async {
-        defer { perform(policy.onReported(now: clock.now())) }
+        defer { policy.onReported(now: clock.now()) }
         guard let client, let sample = await delegate.currentPosition() else { return }
         let report = PositionReport(positionNs: min(max(0, sample.itemTimeNs), PlayerLimits.positionNs.upperBound), hostTimeNs: sample.hostTimeNs)
         try? await client.notify("position", report)
