@@ -160,7 +160,13 @@ let package = Package(
             ]
         ),
         // mpv's IPC against a real mpv, the bridge's policy, and the position probe.
-        .testTarget(name: "LockstepMPVTests", dependencies: ["LockstepMPV", "LockstepPlayerProtocol", "LockstepCore", "LockstepLab"]),
+        .testTarget(
+            name: "LockstepMPVTests",
+            dependencies: [
+                "LockstepMPV", "LockstepClient", "LockstepPlayerProtocol", "LockstepCore", "LockstepLab", "LockstepTestKit",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "LockstepAgentTests",
             dependencies: [

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import LockstepClient
 import LockstepCore
 import LockstepMPV
 import LockstepPlayerProtocol
@@ -10,7 +9,8 @@ import Glibc
 #endif
 
 /// `lockstep mpv`: plays a file or URL in mpv in step with the group (or attaches to a running
-/// mpv's IPC socket), bridging mpv and the local agent with ``MPVBridge``.
+/// mpv's IPC socket), coordinating mpv with the group through the local agent with ``MPVBridge``
+/// (built on the SDK's `PlaybackCoordinator`, which reconnects when the agent restarts).
 struct Mpv: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Play in mpv, in step with the group: starts mpv with MEDIA (or attaches to a running mpv) and bridges it to the agent.",
@@ -140,11 +140,9 @@ struct Mpv: AsyncParsableCommand {
                 throw ExitCode(status)
             }
             do {
-                let end = try await bridge.runSession()
+                try await bridge.runSession()
                 said = nil
-                if process == nil || process?.isRunning == true { printError("\(end); reconnecting") }
-            } catch let failure as LockstepClient.Failure {
-                sayOnce("\(failure.description) (retrying every second)")
+                if process == nil || process?.isRunning == true { printError("mpv closed its IPC socket; reconnecting") }
             } catch MPVError.cannotConnect(let path, _) {
                 if let process, !process.isRunning { continue }
                 sayOnce("no mpv at \(path) (retrying every second)")

@@ -12,7 +12,10 @@ import LockstepPlayerProtocol
 ///   becomes a ``SeekCommand``.
 /// - The position is reported every `reportIntervalNs` while the player follows a playing
 ///   timeline in group playback, with no suspension open, once the command's instant has passed
-///   (not while paused: the agent corrects only playing players).
+///   (not while paused: the agent corrects only playing players). One reading at a time: a
+///   player that takes longer than the interval to say where it is (it was stopped, say) is
+///   read again ``slowReadingRetryNs`` after it answers (it is busy catching up then), rather
+///   than an interval after that reading began.
 public struct CoordinatorPolicy: Sendable {
     /// What to do now.
     public enum Directive: Sendable, Equatable {
@@ -27,6 +30,8 @@ public struct CoordinatorPolicy: Sendable {
 
     public let capabilities: PlayerCapabilities
     public let reportIntervalNs: Int64
+    /// After a reading that took longer than the interval, the next one this much later.
+    public static let slowReadingRetryNs: Int64 = 10_000_000
     /// The last timed command (play, pause or buffer) given to the player.
     public private(set) var lastCommand: PlayerCommand?
     public private(set) var inGroupPlayback = false
@@ -39,6 +44,8 @@ public struct CoordinatorPolicy: Sendable {
     /// No report before this instant: the player is not yet where it was told to be.
     private var reportsFrom: Int64 = .max
     private var lastReport: Int64?
+    /// A reading for a report is under way (``onReported(now:)`` ends it).
+    private var reading = false
 
     public init(capabilities: PlayerCapabilities, reportIntervalNs: Int64 = 100_000_000) {
         self.capabilities = capabilities
@@ -107,14 +114,24 @@ public struct CoordinatorPolicy: Sendable {
         }
         if shouldReport(now: now) {
             lastReport = now
+            reading = true
             out.append(.reportPosition)
         }
         return out
     }
 
-    /// When to tick next: the end of a nudge, or the next report.
+    /// The reading asked for by ``Directive/reportPosition`` came back (reported or not).
+    public mutating func onReported(now: Int64) {
+        reading = false
+        if let last = lastReport, now &- last >= reportIntervalNs {
+            lastReport = now &- reportIntervalNs &+ Self.slowReadingRetryNs
+        }
+    }
+
+    /// When to tick next: the end of a nudge, or the next report (while a reading is under way,
+    /// every ``slowReadingRetryNs``, to see it end).
     public func nextWakeUp(now: Int64) -> Int64 {
-        let report = (lastReport ?? now).addingReportingOverflow(reportIntervalNs)
+        let report = reading ? now.addingReportingOverflow(Self.slowReadingRetryNs) : (lastReport ?? now).addingReportingOverflow(reportIntervalNs)
         var next = report.overflow ? Int64.max : max(now, report.partialValue)
         if let n = nudge { next = min(next, max(now, n.until)) }
         return next
@@ -137,7 +154,7 @@ public struct CoordinatorPolicy: Sendable {
     }
 
     private func shouldReport(now: Int64) -> Bool {
-        guard case .play? = lastCommand, inGroupPlayback, openSuspensions == 0, now >= reportsFrom else { return false }
+        guard case .play? = lastCommand, inGroupPlayback, openSuspensions == 0, now >= reportsFrom, !reading else { return false }
         guard let last = lastReport else { return true }
         return now &- last >= reportIntervalNs
     }

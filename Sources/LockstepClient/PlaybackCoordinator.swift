@@ -99,7 +99,8 @@ public actor PlaybackCoordinator {
     private var nextSuspensionKey = 0
     private var watchers: [Int: AsyncStream<CoordinatorChange>.Continuation] = [:]
     private var nextWatcher = 0
-    private var connectedWaiters: [CheckedContinuation<Void, Never>] = []
+    private var connectedWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextConnectedWaiter = 0
     private let steps: AsyncStream<Step>.Continuation
     private let stepStream: AsyncStream<Step>
 
@@ -119,7 +120,8 @@ public actor PlaybackCoordinator {
     // MARK: Life cycle
 
     /// Connects (and keeps reconnecting), runs `body` once connected, then leaves: the
-    /// connection closes and the agent unloads the player.
+    /// connection closes and the agent unloads the player. Cancelled while no agent answers, it
+    /// throws `CancellationError` without running `body`.
     public func run<T: Sendable>(_ body: @Sendable (PlaybackCoordinator) async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await self.supervise() }
@@ -127,14 +129,30 @@ public actor PlaybackCoordinator {
             tasks.addTask { await self.tick() }
             defer { tasks.cancelAll() }
             await waitConnected()
+            try Task.checkCancellation()
             return try await body(self)
         }
     }
 
-    /// Suspends until connected to the agent (with the item restored after a restart).
+    /// Suspends until connected to the agent (with the item restored after a restart), or until
+    /// the task is cancelled.
     public func waitConnected() async {
         if isConnected { return }
-        await withCheckedContinuation { connectedWaiters.append($0) }
+        let key = nextConnectedWaiter
+        nextConnectedWaiter += 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { waiter in
+                // Cancelled before this ran: the handler found nothing to resume.
+                if Task.isCancelled { return waiter.resume() }
+                connectedWaiters[key] = waiter
+            }
+        } onCancel: {
+            Task { await self.stopWaiting(key) }
+        }
+    }
+
+    private func stopWaiting(_ key: Int) {
+        connectedWaiters.removeValue(forKey: key)?.resume()
     }
 
     /// The changes the app may show, from now on, for as long as it iterates.
@@ -213,6 +231,12 @@ public actor PlaybackCoordinator {
     /// `coordinateRateChange(to: 0)`.
     public func coordinatePause() async throws {
         try await coordinateRateChange(to: 0)
+    }
+
+    /// The user changed the playback speed (not play or pause: a paused group stays paused):
+    /// the group's rate becomes `rate`.
+    public func coordinateSpeedChange(to rate: Double) async throws {
+        let _: EmptyResult = try await request("intent", IntentRequest(action: .rate, rate: rate))
     }
 
     /// The user sought to `itemTimeNs`: the whole group moves there.
@@ -308,8 +332,8 @@ public actor PlaybackCoordinator {
             }
         }
         isConnected = true
-        for waiter in connectedWaiters { waiter.resume() }
-        connectedWaiters = []
+        for waiter in connectedWaiters.values { waiter.resume() }
+        connectedWaiters = [:]
         emit(.connection(true))
     }
 
@@ -405,6 +429,7 @@ public actor PlaybackCoordinator {
     }
 
     private func report() async {
+        defer { policy.onReported(now: clock.now()) }
         guard let client, let sample = await delegate.currentPosition() else { return }
         let report = PositionReport(positionNs: min(max(0, sample.itemTimeNs), PlayerLimits.positionNs.upperBound), hostTimeNs: sample.hostTimeNs)
         try? await client.notify("position", report)

@@ -5,12 +5,16 @@ import LockstepPlayerProtocol
 import Logging
 import Synchronization
 
-/// `lockstep mpv`'s shell: one mpv (its JSON IPC socket) and the local agent (its player
-/// socket), with ``MPVBridgePolicy`` deciding everything. It observes mpv's `pause`, `speed` and
-/// `paused-for-cache`, its `file-loaded`, `end-file`, `seek` and `playback-restart` events, reads
-/// `audio-pts` ten times a second with host timestamps, and carries out the policy's actions on
-/// time (an unpause at an anchor is written within a few microseconds of its host time: the
-/// last millisecond is waited out by spinning, not sleeping).
+/// `lockstep mpv`'s shell: one mpv (its JSON IPC socket) coordinated with the group by the
+/// Swift SDK's ``PlaybackCoordinator``, with ``MPVBridgePolicy`` deciding what mpv does. The
+/// coordinator speaks to the agent (hello with the calibrated start latency, load, readiness,
+/// position reports, drift corrections, reconnection when the agent restarts); its commands
+/// reach the policy through ``Player``, this bridge's ``PlayerDelegate``. The shell observes
+/// mpv's `pause`, `speed` and `paused-for-cache`, its `file-loaded`, `end-file`, `seek` and
+/// `playback-restart` events, reads `audio-pts` with host timestamps (for the coordinator's
+/// reports, and for the policy while the group's pause is pending or mpv stands paused), and
+/// carries out the policy's actions on time (an unpause at an anchor is written within a few
+/// microseconds of its host time: the last millisecond is waited out by spinning, not sleeping).
 ///
 /// It logs what the user and the group did and what failed at `info` and `warning`, and every
 /// input with the actions it caused at `debug`.
@@ -29,7 +33,7 @@ public final class MPVBridge: Sendable {
         public var syncToleranceNs: Int64 = 1 * Nanos.millisecond
         /// Position readings whose IPC round trip is longer than this are dropped.
         public var maxReadingRoundTripNs: Int64 = 1 * Nanos.millisecond
-        /// How often the position is read while playing.
+        /// How often the position is read (and reported, by the coordinator) while playing.
         public var reportIntervalNs: Int64 = 100 * Nanos.millisecond
         /// How often while the group's pause is pending (``MPVBridgePolicy/wantsPositionsSoon``).
         public var urgentReportIntervalNs: Int64 = 10 * Nanos.millisecond
@@ -44,25 +48,12 @@ public final class MPVBridge: Sendable {
         }
     }
 
-    /// Why a session ended.
-    public enum End: Sendable, Equatable, CustomStringConvertible {
-        case mpvClosed
-        case agentClosed
-
-        public var description: String {
-            switch self {
-            case .mpvClosed: "mpv closed its IPC socket"
-            case .agentClosed: "the agent closed the connection"
-            }
-        }
-    }
-
     public let options: Options
     /// Host time: the policy's `now`, the timer's deadlines and the readings' stamps.
     public let clock: any HostClock
     private let logger: Logger
-    /// What this mpv's seeks cost, kept from one session to the next (a reconnection to the
-    /// agent declares what the last session learnt).
+    /// What this mpv's seeks cost, kept from one session to the next (a session with a new
+    /// mpv connection declares what the last one learnt).
     private let calibration = Locked<StartLatencyCalibration?>(nil)
 
     public init(options: Options, logger: Logger, clock: any HostClock = MonotonicClock()) {
@@ -73,14 +64,9 @@ public final class MPVBridge: Sendable {
 
     private enum Message: Sendable {
         case input(MPVBridgePolicy.Input)
-        case ended(End)
-    }
-
-    /// What the timer and the poller need to know of the policy.
-    private struct Shared: Sendable {
-        var deadline: Int64?
-        var wantsPositions = false
-        var wantsPositionsSoon = false
+        /// The coordinator is connected to the agent again.
+        case agentConnected
+        case mpvClosed
     }
 
     /// A value shared between the session's tasks (and sessions).
@@ -90,10 +76,68 @@ public final class MPVBridge: Sendable {
         func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
     }
 
-    /// Connects to mpv and to the agent and bridges them until one of them goes away. Throws
-    /// if either cannot be reached (``MPVError/cannotConnect(socketPath:reason:)``,
-    /// ``LockstepClient/Failure/agentNotRunning(socketPath:)``) or the agent refuses the player.
-    public func runSession() async throws -> End {
+    /// The coordinator's ``PlayerDelegate``: its commands become the policy's inputs (carried
+    /// out on time by the session's loop, so each returns at once), and ``currentPosition()``
+    /// reads mpv, tells the policy, and hands the coordinator the readings the policy reports.
+    private final class Player: PlayerDelegate {
+        let sink: AsyncStream<Message>.Continuation
+        let reader: PositionReader
+        /// The policy as of the last input the loop handled.
+        let policy: Locked<MPVBridgePolicy>
+        let clock: any HostClock
+
+        init(sink: AsyncStream<Message>.Continuation, reader: PositionReader, policy: Locked<MPVBridgePolicy>, clock: any HostClock) {
+            self.sink = sink
+            self.reader = reader
+            self.policy = policy
+            self.clock = clock
+        }
+
+        func play(_ command: PlayCommand) async { sink.yield(.input(.command(.play(command)))) }
+        func pause(_ command: PauseCommand) async { sink.yield(.input(.command(.pause(command)))) }
+        func buffer(_ command: BufferingCommand) async { sink.yield(.input(.command(.buffer(command)))) }
+        func seek(_ command: SeekCommand) async { sink.yield(.input(.command(.seek(command)))) }
+        func setRate(_ rate: Double) async { sink.yield(.input(.rate(rate))) }
+
+        func currentPosition() async -> PositionSample? {
+            guard let sample = await reader.read() else { return nil }
+            sink.yield(.input(.position(sample.itemTimeNs, at: sample.hostTimeNs)))
+            let now = clock.now()
+            return policy.withLock { $0.reports(readingAt: sample.hostTimeNs, now: now) } ? sample : nil
+        }
+    }
+
+    /// Reads where mpv's output is: `audio-pts` (or `time-pos` without audio), stamped with the
+    /// middle of its IPC round trip; nil when the round trip took longer than allowed.
+    private final class PositionReader: Sendable {
+        let mpv: MPVConnection
+        let maxRoundTripNs: Int64
+        private let property = Mutex("audio-pts")
+
+        init(mpv: MPVConnection, maxRoundTripNs: Int64) {
+            self.mpv = mpv
+            self.maxRoundTripNs = maxRoundTripNs
+        }
+
+        func read() async -> PositionSample? {
+            let name = property.withLock { $0 }
+            guard let reply = try? await mpv.send(["get_property", .string(name)]) else { return nil }
+            if !reply.succeeded {
+                // No audio track: fall back to the coarser time-pos.
+                if reply.error == "property unavailable", name != "time-pos", (try? await mpv.get("aid").bool) == false {
+                    property.withLock { $0 = "time-pos" }
+                }
+                return nil
+            }
+            guard reply.roundTrip <= maxRoundTripNs, let seconds = reply.data.double else { return nil }
+            return PositionSample(itemTimeNs: MPVBridge.mediaNanoseconds(seconds), hostTimeNs: reply.midpoint)
+        }
+    }
+
+    /// Connects to mpv, then coordinates it with the group through the agent (reconnecting when
+    /// the agent restarts) until mpv closes its IPC socket. Throws if mpv cannot be reached
+    /// (``MPVError/cannotConnect(socketPath:reason:)``); waits for an agent that is not running.
+    public func runSession() async throws {
         let mpv = try await MPVConnection.connect(socketPath: options.mpvSocket, clock: clock)
         defer { Task { await mpv.close() } }
         let o = options, logger = self.logger, clock = self.clock, kept = self.calibration
@@ -104,36 +148,77 @@ public final class MPVBridge: Sendable {
         }
         let initial = calibrated
         let declared = o.policy.startLatencyNs ?? initial.startLatencyNs
-        return try await LockstepClient.withConnection(socketPath: o.agentSocket) { agent in
-            let hello = HelloRequest(
-                role: .player, name: o.name,
-                capabilities: PlayerCapabilities(rate: true, exactSeek: true, startAtHostTime: true),
-                outputLatencyNs: o.outputLatencyNs, startLatencyNs: declared, syncToleranceNs: o.syncToleranceNs)
-            let _: HelloResult = try await agent.request("hello", hello)
-            logger.info("connected", metadata: [
-                "mpv.socket": "\(o.mpvSocket)", "agent.socket": "\(o.agentSocket)", "start_latency_ms": "\(Self.ms(declared))",
-            ])
 
-            let (messages, sink) = AsyncStream<Message>.makeStream()
-            let shared = Locked(Shared())
+        let (messages, sink) = AsyncStream<Message>.makeStream()
+        let session = Session(
+            mpv: mpv, reader: PositionReader(mpv: mpv, maxRoundTripNs: o.maxReadingRoundTripNs),
+            policy: Locked(MPVBridgePolicy(configuration: o.policy, calibration: initial)),
+            messages: messages, sink: sink, options: o, logger: logger, clock: clock, kept: kept)
+        var configuration = PlaybackCoordinator.Configuration(
+            name: o.name, socketPath: o.agentSocket, capabilities: PlayerCapabilities(rate: true, exactSeek: true, startAtHostTime: true),
+            outputLatencyNs: o.outputLatencyNs, startLatencyNs: declared, syncToleranceNs: o.syncToleranceNs)
+        configuration.reportIntervalNs = o.reportIntervalNs
+        let coordinator = PlaybackCoordinator(
+            delegate: Player(sink: sink, reader: session.reader, policy: session.policy, clock: clock), configuration: configuration, clock: clock)
+        let waiting = Task {
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+            logger.warning("no agent yet: waiting for it", metadata: ["agent.socket": "\(o.agentSocket)"])
+        }
+        defer { waiting.cancel() }
+        // Until connected, mpv closing ends the session too (the coordinator waits for an agent).
+        try await withThrowingTaskGroup(of: Void.self) { race in
+            race.addTask { await mpv.waitUntilClosed() }
+            race.addTask {
+                try await coordinator.run { coordinator in
+                    waiting.cancel()
+                    logger.info("connected", metadata: [
+                        "mpv.socket": "\(o.mpvSocket)", "agent.socket": "\(o.agentSocket)", "start_latency_ms": "\(Self.ms(declared))",
+                    ])
+                    try await session.run(coordinator)
+                }
+            }
+            defer { race.cancelAll() }
+            try await race.next()
+        }
+    }
+
+    /// One connection to mpv, coordinated with the group: what the session's tasks share.
+    private struct Session: Sendable {
+        let mpv: MPVConnection
+        let reader: PositionReader
+        /// The policy as of the last input handled (the loop owns the working copy).
+        let policy: Locked<MPVBridgePolicy>
+        let messages: AsyncStream<Message>
+        let sink: AsyncStream<Message>.Continuation
+        let options: Options
+        let logger: Logger
+        let clock: any HostClock
+        /// The calibration kept for the next session.
+        let kept: Locked<StartLatencyCalibration?>
+
+        /// Once the coordinator is connected: mpv's events, the coordinator's commands and news,
+        /// the timer and the readings go to the policy one at a time, and its actions are carried
+        /// out in order, until mpv closes.
+        func run(_ coordinator: PlaybackCoordinator) async throws {
+            let (mpv, sink, shared, o) = (self.mpv, self.sink, self.policy, self.options)
             for property in ["pause", "speed", "paused-for-cache"] { try await mpv.observe(property) }
-            await Self.keepTempoFilter(mpv, logger: logger)
-            if (try? await mpv.get("idle-active").bool) != true, let loaded = await Self.loadedFile(mpv) {
+            await MPVBridge.keepTempoFilter(mpv, logger: logger)
+            if (try? await mpv.get("idle-active").bool) != true, let loaded = await MPVBridge.loadedFile(mpv) {
                 sink.yield(.input(loaded))
             }
-
-            return await withTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { await Self.readMPV(mpv, into: sink) }
-                tasks.addTask { await Self.readAgent(agent, into: sink, logger: logger) }
-                tasks.addTask { await Self.keepTime(shared, clock: clock, into: sink) }
-                tasks.addTask { await Self.readPositions(mpv, shared, options: o, into: sink) }
-                var policy = MPVBridgePolicy(configuration: o.policy, calibration: initial)
-                var end = End.mpvClosed
-                var learnt = initial.startLatencyNs
-                for await message in messages {
-                    guard case .input(let input) = message else {
-                        if case .ended(let why) = message { end = why }
-                        break
+            await withTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { await MPVBridge.readMPV(mpv, into: sink) }
+                tasks.addTask { await MPVBridge.follow(coordinator, into: sink, logger: logger) }
+                tasks.addTask { await MPVBridge.keepTime(shared, clock: clock, into: sink) }
+                tasks.addTask { await MPVBridge.readPositions(reader, shared, options: o, into: sink) }
+                var policy = shared.withLock { $0 }
+                var learnt = policy.calibration.startLatencyNs
+                loop: for await message in messages {
+                    let input: MPVBridgePolicy.Input
+                    switch message {
+                    case .input(let i): input = i
+                    case .agentConnected: input = .agentConnected(currentItem: await coordinator.currentItem)
+                    case .mpvClosed: break loop
                     }
                     let now = clock.now()  // once per input: the policy sees one instant
                     let actions = policy.handle(input, now: now)
@@ -142,20 +227,19 @@ public final class MPVBridge: Sendable {
                             "host.time_us": "\(now / 1000)", "policy.input": "\(input)", "policy.actions": "\(actions)",
                         ])
                     }
-                    shared.withLock { $0 = Shared(deadline: policy.nextDeadline, wantsPositions: policy.wantsPositions, wantsPositionsSoon: policy.wantsPositionsSoon) }
+                    shared.withLock { $0 = policy }
                     if policy.calibration.startLatencyNs != learnt {
                         learnt = policy.calibration.startLatencyNs
                         kept.withLock { $0 = policy.calibration }
-                        logger.debug("start latency recalibrated", metadata: Self.metadata(policy.calibration))
+                        logger.debug("start latency recalibrated", metadata: MPVBridge.metadata(policy.calibration))
                     }
                     for action in actions {
-                        await Self.perform(action, mpv: mpv, agent: agent, osdMs: o.policy.osdDurationMs, logger: logger)
+                        await MPVBridge.perform(action, mpv: mpv, coordinator: coordinator, osdMs: o.policy.osdDurationMs, logger: logger)
                     }
                 }
                 tasks.cancelAll()
                 sink.finish()
                 kept.withLock { $0 = policy.calibration }
-                return end
             }
         }
     }
@@ -269,32 +353,32 @@ public final class MPVBridge: Sendable {
                 break
             }
         }
-        if !Task.isCancelled { sink.yield(.ended(.mpvClosed)) }
+        if !Task.isCancelled { sink.yield(.mpvClosed) }
     }
 
-    private static func readAgent(_ agent: LockstepClient, into sink: AsyncStream<Message>.Continuation, logger: Logger) async {
-        for await event in agent.events {
-            do {
-                switch event.name {
-                case "timeline": sink.yield(.input(.timeline(try event.decode(TimelineEvent.self))))
-                case "wait": sink.yield(.input(.wait(try event.decode(WaitEvent.self))))
-                case "correction": sink.yield(.input(.correction(try event.decode(CorrectionEvent.self))))
-                case "item_proposed": sink.yield(.input(.itemProposed(try event.decode(ItemProposedEvent.self))))
-                case "group_playback":
-                    let e = try event.decode(GroupPlaybackEvent.self)
-                    logger.info(e.active ? "in group playback" : "out of group playback", metadata: ["group.reason": "\(e.reason)"])
-                case "suspension":
-                    let e = try event.decode(SuspensionEvent.self)
-                    logger.info("suspension", metadata: [
-                        "suspension.change": "\(e.change)", "suspension.reason": "\(e.reason)", "suspension.by": "\(e.by)",
-                    ])
-                default: break
+    /// The coordinator's news: the group's item (for the OSD), the connection, group playback
+    /// and suspensions (logged).
+    private static func follow(_ coordinator: PlaybackCoordinator, into sink: AsyncStream<Message>.Continuation, logger: Logger) async {
+        for await change in await coordinator.changes() {
+            switch change {
+            case .itemProposed(let item): sink.yield(.input(.itemProposed(item)))
+            case .connection(let up):
+                if up {
+                    logger.info("connected to the agent again")
+                    sink.yield(.agentConnected)
+                } else {
+                    logger.warning("the agent closed the connection; reconnecting")
                 }
-            } catch {
-                logger.warning("agent event not understood", metadata: ["agent.event": "\(event.name)", "error": "\(error)"])
+            case .groupPlayback(let active, let reason):
+                logger.info(active ? "in group playback" : "out of group playback", metadata: ["group.reason": "\(reason)"])
+            case .suspension(let e):
+                logger.info("suspension", metadata: [
+                    "suspension.change": "\(e.change)", "suspension.reason": "\(e.reason)", "suspension.by": "\(e.by)",
+                ])
+            case .participants, .concurrentCommands:
+                break
             }
         }
-        if !Task.isCancelled { sink.yield(.ended(.agentClosed)) }
     }
 
     /// Ticks at the policy's deadlines, exactly: sleeps until a millisecond before, then spins.
@@ -302,11 +386,11 @@ public final class MPVBridge: Sendable {
     /// (the policy never sets one sooner than ``MPVBridgePolicy/Configuration/minimumLeadNs``,
     /// 10 ms). Sleeps are real time: `clock`
     /// must run at the real pace (a manual clock is moved by its test).
-    private static func keepTime(_ shared: Locked<Shared>, clock: any HostClock, into sink: AsyncStream<Message>.Continuation) async {
+    private static func keepTime(_ shared: Locked<MPVBridgePolicy>, clock: any HostClock, into sink: AsyncStream<Message>.Continuation) async {
         let idle = 5 * Nanos.millisecond, spin = Nanos.millisecond
         while !Task.isCancelled {
             let now = clock.now()
-            let deadline = shared.withLock { $0.deadline }
+            let deadline = shared.withLock { $0.nextDeadline }
             let target = min(deadline ?? .max, now + idle)
             let exact = target == deadline
             let sleep = target - now - (exact ? spin : 0)
@@ -316,34 +400,25 @@ public final class MPVBridge: Sendable {
         }
     }
 
-    /// Reads `audio-pts` (or `time-pos` without audio) while the policy wants positions, every
-    /// ``Options/reportIntervalNs`` (every ``Options/urgentReportIntervalNs`` when it wants them
-    /// soon); the reading's host time is the middle of its IPC round trip.
-    private static func readPositions(_ mpv: MPVConnection, _ shared: Locked<Shared>, options: Options, into sink: AsyncStream<Message>.Continuation) async {
-        var property = "audio-pts"
+    /// Reads the position for the policy while it wants readings the coordinator does not take
+    /// (``MPVBridgePolicy/wantsOwnPositions``): every ``Options/reportIntervalNs``, every
+    /// ``Options/urgentReportIntervalNs`` when it wants them soon.
+    private static func readPositions(_ reader: PositionReader, _ shared: Locked<MPVBridgePolicy>, options: Options, into sink: AsyncStream<Message>.Continuation) async {
         var lastRead: Int64?
         let step = min(options.urgentReportIntervalNs, options.reportIntervalNs)
         while !Task.isCancelled {
             try? await Task.sleep(nanoseconds: UInt64(max(step, Nanos.millisecond)))
-            let (wanted, soon) = shared.withLock { ($0.wantsPositions, $0.wantsPositionsSoon) }
-            let now = mpv.clock.now()
+            let (wanted, soon) = shared.withLock { ($0.wantsOwnPositions, $0.wantsPositionsSoon) }
+            let now = reader.mpv.clock.now()
             guard wanted, soon || lastRead.map({ now - $0 >= options.reportIntervalNs - step / 2 }) ?? true else { continue }
             lastRead = now
-            guard let reply = try? await mpv.send(["get_property", .string(property)]) else { continue }
-            if !reply.succeeded {
-                // No audio track: fall back to the coarser time-pos.
-                if reply.error != "property unavailable" || property == "time-pos" { continue }
-                if (try? await mpv.get("aid").bool) == false { property = "time-pos" }
-                continue
-            }
-            guard reply.roundTrip <= options.maxReadingRoundTripNs, let seconds = reply.data.double else { continue }
-            sink.yield(.input(.position(mediaNanoseconds(seconds), at: reply.midpoint)))
+            if let sample = await reader.read() { sink.yield(.input(.position(sample.itemTimeNs, at: sample.hostTimeNs))) }
         }
     }
 
     // MARK: - Actions
 
-    private static func perform(_ action: MPVBridgePolicy.Action, mpv: MPVConnection, agent: LockstepClient, osdMs: Int, logger: Logger) async {
+    private static func perform(_ action: MPVBridgePolicy.Action, mpv: MPVConnection, coordinator: PlaybackCoordinator, osdMs: Int, logger: Logger) async {
         do {
             switch action {
             case .setPause(let p): try await mpv.set("pause", .bool(p))
@@ -352,22 +427,26 @@ public final class MPVBridge: Sendable {
             case .showText(let text):
                 logger.info("shown on mpv's OSD", metadata: ["osd.text": "\(text)"])
                 try await mpv.command("show-text", .string(text), .int(Int64(osdMs)))
-            case .load(let request):
-                let r: LoadResult = try await agent.request("load", request)
-                logger.info("item loaded on the agent", metadata: ["item.id": "\(r.item)", "item.outcome": "\(r.outcome)"])
-            case .unload: let _: EmptyResult = try await agent.request("unload")
-            case .ready: let _: EmptyResult = try await agent.request("ready")
-            case .buffering: let _: EmptyResult = try await agent.request("buffering")
+            case .load(let r):
+                let outcome = try await coordinator.transition(toItem: r.item, share: r.share ?? .group, title: r.title, artworkURL: r.artworkURL, durationNs: r.durationNs)
+                logger.info("item loaded on the agent", metadata: ["item.id": "\(r.item)", "item.outcome": "\(outcome)"])
+            case .unload: try await coordinator.leaveItem()
+            case .ready: try await coordinator.setReady()
+            case .buffering: try await coordinator.setReady(false)
             case .intent(let intent):
                 logger.info("your change goes to the group", metadata: Self.metadata(intent))
-                let _: EmptyResult = try await agent.request("intent", intent)
-            case .report(let report): try await agent.notify("position", report)
+                switch intent.action {
+                case .play: if let rate = intent.rate { try await coordinator.coordinateRateChange(to: rate) } else { try await coordinator.coordinatePlay() }
+                case .pause: try await coordinator.coordinatePause()
+                case .seek: try await coordinator.coordinateSeek(to: intent.positionNs ?? 0)
+                case .rate: try await coordinator.coordinateSpeedChange(to: intent.rate ?? 1)
+                }
             case .declareStartLatency(let ns):
-                let _: EmptyResult = try await agent.request("start_latency", StartLatencyRequest(startLatencyNs: ns))
+                try await coordinator.updateStartLatency(ns)
                 logger.info("start latency declared", metadata: ["start_latency_ms": "\(ms(ns))"])
             }
         } catch LockstepClient.Failure.disconnected {
-            // The agent went away: the session ends and says so; no line per lost action.
+            // The agent went away: the coordinator reconnects and says so; no line per lost action.
         } catch MPVError.disconnected {
             // mpv went away: likewise.
         } catch {

@@ -11,14 +11,16 @@ extension MPVBridgePolicy {
         case seek(positionNs: Int64)
         /// mpv: `show-text`.
         case showText(String)
-        /// Agent requests.
+        /// Coordinator calls: `transition(toItem:)`, `leaveItem`, `setReady(true)`,
+        /// `setReady(false)`.
         case load(LoadRequest)
         case unload
         case ready
         case buffering
+        /// The user's change, for the group: `coordinatePlay` (or `coordinateRateChange` with a
+        /// rate), `coordinatePause`, `coordinateSeek`, `coordinateSpeedChange`.
         case intent(IntentRequest)
-        case report(PositionReport)
-        /// Agent: `start_latency`, this mpv's next start needs this long (ns).
+        /// `updateStartLatency`: this mpv's next start needs this long (ns).
         case declareStartLatency(Int64)
     }
 }

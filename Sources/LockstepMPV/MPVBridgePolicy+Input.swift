@@ -1,3 +1,4 @@
+import LockstepClient
 import LockstepPlayerProtocol
 
 extension MPVBridgePolicy {
@@ -19,11 +20,15 @@ extension MPVBridgePolicy {
         case playbackRestarted(positionNs: Int64?)
         /// A position reading: at host time `at` mpv presented `positionNs` (`audio-pts`).
         case position(Int64, at: Int64)
-        /// Agent events.
-        case timeline(TimelineEvent)
-        case wait(WaitEvent)
-        case correction(CorrectionEvent)
-        case itemProposed(ItemProposedEvent)
+        /// The coordinator's commands (``PlayerDelegate``): play, pause (or stop), buffer, or a
+        /// seek correction.
+        case command(PlayerCommand)
+        /// The coordinator's `setRate`: a rate correction, or its end (the group's rate again).
+        case rate(Double)
+        /// The group's item changed (for the OSD).
+        case itemProposed(GroupItem)
+        /// The coordinator (re)connected to the agent, with this item loaded.
+        case agentConnected(currentItem: String?)
         /// Time passed (the shell calls this at ``nextDeadline`` and now and then).
         case tick
     }

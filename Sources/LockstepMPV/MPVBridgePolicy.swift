@@ -1,25 +1,29 @@
+import LockstepClient
 import LockstepCore
 import LockstepPlayerProtocol
 
-/// What `lockstep mpv` does between one mpv and the local agent, with no I/O: it takes what mpv
-/// and the agent said (and the host time), and returns what to tell each of them. The shell
-/// (``MPVBridge``) only moves these over the two sockets and keeps time.
+/// What `lockstep mpv` does between one mpv and the SDK's ``PlaybackCoordinator``, with no I/O:
+/// it takes what mpv said and the coordinator's commands (and the host time), and returns what
+/// to tell mpv and the coordinator. The coordinator speaks the protocol (hello, load, readiness,
+/// position reports at its cadence, drift corrections, reconnection); this policy is the mpv side
+/// of it: when exactly to unpause, pause and seek so that mpv lands on the group's instant. The
+/// shell (``MPVBridge``, the coordinator's ``PlayerDelegate``) only moves these and keeps time.
 ///
 /// ## The user's actions and the bridge's own
 /// mpv's IPC is shared by the user's keys and the bridge, and mpv does not say who changed a
 /// property. The policy keeps what the *group* wants mpv to be (paused or not, speed) and a
 /// window in which a seek is its own; a change that contradicts the group's wish is the user's:
 ///
-/// - the user **unpauses** → intent `play`, and mpv is paused again at once: the player must not
+/// - the user **unpauses** → `coordinatePlay`, and mpv is paused again at once: the player must not
 ///   act on its own intent; it starts with everyone at the anchor the agent sends back;
-/// - the user **pauses** → intent `pause`; mpv stays paused (what the user expects), and seeks
+/// - the user **pauses** → `coordinatePause`; mpv stays paused (what the user expects), and seeks
 ///   exactly to the group's pause position when that arrives;
-/// - the user **seeks** → intent `seek` with where mpv landed (read after `playback-restart`);
-/// - the user changes **speed** → intent `rate`, and the speed is put back until the group's
+/// - the user **seeks** → `coordinateSeek` to where mpv landed (read after `playback-restart`);
+/// - the user changes **speed** → `coordinateSpeedChange`, and the speed is put back until the group's
 ///   timeline sets it at the anchor.
 ///
-/// ## The agent's instructions
-/// - `timeline` playing from P at host time H, mpv paused where it stands S (known: where the
+/// ## The coordinator's commands
+/// - play from P at host time H, mpv paused where it stands S (known: where the
 ///   bridge's last exact seek went, or where it paused, read once paused): no seek, unpause at
 ///   H + (S − P) / rate (a start *in place*: mpv moves within about 2 ms of an unpause, where an
 ///   exact seek costs it tens of milliseconds). Otherwise pause, seek to P exactly, unpause at H. If mpv is
@@ -27,42 +31,48 @@ import LockstepPlayerProtocol
 ///   P at H, it keeps playing (the agent's rate corrections close the rest) and nobody sees a
 ///   hiccup. An instruction due sooner than ``Configuration/minimumLeadNs`` is moved that far
 ///   later, to the matching position (the player joins where the group is then).
-/// - `timeline` paused (or stopped) at P from H, and `wait`: keep playing until H, then pause and
-///   seek to P exactly.
-/// - `correction` `rate`: `speed` for a while, then back; `seek`: as a timeline start.
-/// - Position reports (`audio-pts`, read with host timestamps) go to the agent while mpv plays
-///   on the group's timeline, not while an instruction of the bridge is being carried out.
+/// - pause (or stop) at P from H, and buffer: keep playing until H, then pause and seek to P
+///   exactly.
+/// - `setRate`: `speed` (a drift correction, then its end); a seek correction: as a play.
+/// - The coordinator reads the position (`audio-pts`, with host timestamps) at its cadence while
+///   mpv plays on the group's timeline; ``reports(readingAt:now:)`` says which readings it may
+///   report: not while an instruction of the bridge is being carried out, nor until a resume or
+///   a speed change has gone through mpv's audio buffer.
 ///
 /// ## The start latency declared
 /// Before the group has a timeline for mpv's file the next start may be a seek (a late join):
 /// the bridge declares the calibrated latency of this mpv's exact seeks. Once it follows the
 /// group, its plays and pauses are in place, and it declares
-/// ``Configuration/inPlaceLatencyNs`` (`start_latency`, ``Action/declareStartLatency(_:)``), so
+/// ``Configuration/inPlaceLatencyNs`` (``Action/declareStartLatency(_:)``, the coordinator's
+/// `updateStartLatency`), so
 /// that the group's lead is not a seek's. A seek of the playing group then gets that shorter
 /// lead too: mpv jumps at once, and an unpause written before its seek completes starts a few
 /// milliseconds behind, which the agent's rate corrections close.
 ///
 /// ## Readiness
-/// `file-loaded` → `load` (the item: the `--id` given for that file, else its URL or absolute
-/// path) and `ready`; `paused-for-cache` → `buffering` until it clears (the agent then holds this
-/// player in stall recovery and rejoins it to the group when it is ready); `end-file` → `unload`.
+/// `file-loaded` → `transition(toItem:)` (the item: the `--id` given for that file, else its URL
+/// or absolute path) and `setReady`; `paused-for-cache` → `setReady(false)` until it clears (the
+/// agent then holds this player in stall recovery and rejoins it to the group when it is ready);
+/// `end-file` → `leaveItem`. The coordinator restores the item and readiness when the agent
+/// restarts; one that mpv loaded while the agent was away is loaded when it is back.
 ///
 /// ## State
 /// What the group wants and what the bridge is doing about it is one `Phase` (free, starting,
-/// following, correcting, holding, held), each with its own data; the rest is what mpv last
+/// following, holding, held), each with its own data; the rest is what mpv last
 /// said (its properties, its last position reading), whose seeks are under way
 /// (`SeekAttribution`), and from when reports may go again.
 public struct MPVBridgePolicy: Sendable {
     public let configuration: Configuration
-    /// The item loaded on the agent, if any.
+    /// The item loaded on the agent, if any, and how it was loaded.
     public private(set) var item: String?
+    private var load: LoadRequest?
     /// What the group wants of mpv and what the bridge is doing about it.
     private(set) var phase: Phase = .free
     /// mpv's properties as last observed (nil until the first observation).
     private var paused: Bool?
     private var speed: Double?
     private var cacheStalled = false
-    /// The speed mpv should have now (the group's rate, or a correction's).
+    /// The speed mpv should have now (the group's rate, or a drift correction's).
     private var commandedSpeed = 1.0
     /// When mpv last paused or resumed: readings from before say nothing about now.
     private var lastPauseChange: Int64 = .min
@@ -117,6 +127,15 @@ public struct MPVBridgePolicy: Sendable {
         item != nil && (paused == false || (paused == true && standingEstimated))
     }
 
+    /// True while the shell must read positions itself: the coordinator reads them (for its
+    /// reports) only while mpv follows the group's playing timeline, and the bridge also needs
+    /// them while the group's pause is pending, and paused to know where mpv stands.
+    public var wantsOwnPositions: Bool {
+        guard wantsPositions else { return false }
+        if case .following = phase, paused == false { return false }
+        return true
+    }
+
     /// True while a position reading is wanted as soon as possible: the group's pause is pending
     /// and mpv plays towards it with no reading since it last resumed (after its user's own
     /// pause the bridge has just resumed it, and with a short lead the next of the ten readings a
@@ -150,10 +169,13 @@ public struct MPVBridgePolicy: Sendable {
             out = []
         case .playbackRestarted(let position): out = playbackRestarted(at: position, now: now)
         case .position(let position, let at): out = positionRead(position, at: at, now: now)
-        case .timeline(let t): out = timeline(t, now: now)
-        case .wait(let w): out = wait(w, now: now)
-        case .correction(let c): out = correction(c, now: now)
+        case .command(.play(let c)): out = play(c, now: now)
+        case .command(.pause(let c)): out = pause(c)
+        case .command(.buffer(let c)): out = buffer(c)
+        case .command(.seek(let c)): out = seekCorrection(c, now: now)
+        case .rate(let r): out = rateCorrection(r, now: now)
         case .itemProposed(let e): out = itemProposed(e)
+        case .agentConnected(let current): out = agentConnected(current)
         case .tick: out = []
         }
         return out + due(now: now) + declareStartLatency()
@@ -207,14 +229,22 @@ public struct MPVBridgePolicy: Sendable {
 
     private mutating func fileLoaded(_ path: String, durationNs: Int64?, title: String?) -> [Action] {
         resetTimeline()
-        let id = itemID(for: path)
-        item = id
-        return [.load(LoadRequest(item: id, share: .group, title: title, durationNs: durationNs)), cacheStalled ? .buffering : .ready]
+        let request = LoadRequest(item: itemID(for: path), share: .group, title: title, durationNs: durationNs)
+        (item, load) = (request.item, request)
+        return [.load(request), cacheStalled ? .buffering : .ready]
+    }
+
+    /// Connected to the agent again: what mpv loaded while it was away (the coordinator restores
+    /// only what it loaded itself).
+    private func agentConnected(_ current: String?) -> [Action] {
+        guard current != item else { return [] }
+        guard let load else { return [.unload] }
+        return [.load(load), cacheStalled ? .buffering : .ready]
     }
 
     private mutating func fileEnded() -> [Action] {
         guard item != nil else { return [] }
-        item = nil
+        (item, load) = (nil, nil)
         resetTimeline()
         return [.unload]
     }
@@ -245,52 +275,59 @@ public struct MPVBridgePolicy: Sendable {
             return []
         }
         lastReading = (position, at)
-        guard case .following = phase, paused == false, !seeks.ownUnderWay(now: now), at >= reportFrom else { return [] }
-        return [.report(PositionReport(positionNs: position, hostTimeNs: at))]
-    }
-
-    // MARK: - The agent
-
-    private mutating func timeline(_ t: TimelineEvent, now: Int64) -> [Action] {
-        guard t.item == item else { return [] }
-        var out: [Action] = []
-        if t.state == .playing, t.rate > 0 {
-            out = start(position: t.positionNs, at: t.hostTimeNs, rate: t.rate, mayKeepPlaying: true, now: now)
-        } else {
-            hold(position: t.positionNs, at: t.hostTimeNs)
-        }
-        return out + osd(t.origin)
-    }
-
-    private mutating func wait(_ w: WaitEvent, now: Int64) -> [Action] {
-        guard w.item == item else { return [] }
-        hold(position: w.positionNs, at: w.hostTimeNs)
-        guard configuration.osd else { return [] }
-        let who = w.waitingFor.map { "\($0.peerName) (\($0.why))" }.joined(separator: ", ")
-        return [.showText("Waiting for \(who.isEmpty ? "the group" : who)")]
-    }
-
-    /// Corrections apply while mpv follows the group's playing timeline (not during a start).
-    private mutating func correction(_ c: CorrectionEvent, now: Int64) -> [Action] {
-        let rate: Double, correctionUntil: Int64?
-        switch phase {
-        case .following(let r): (rate, correctionUntil) = (r, nil)
-        case .correcting(let r, let until): (rate, correctionUntil) = (r, until)
-        case .free, .starting, .holding, .held: return []
-        }
-        if c.kind == .rate, let r = c.rate, let until = c.untilHostTimeNs {
-            phase = until > now ? .correcting(rate: rate, until: until) : .following(rate: rate)
-            return [setSpeed(r, now: now)]
-        }
-        if c.kind == .seek, let p = c.positionNs, let h = c.hostTimeNs {
-            return start(position: p, at: h, rate: rate, mayKeepPlaying: false, correctionUntil: correctionUntil, now: now)
-        }
         return []
     }
 
-    private func itemProposed(_ e: ItemProposedEvent) -> [Action] {
-        guard configuration.osd, let proposed = e.item, proposed != item, !e.origin.local else { return [] }
-        return [.showText("\(e.origin.name) plays \(e.title ?? proposed)")]
+    /// Whether a reading taken at host time `at` may be reported to the group: mpv plays on the
+    /// group's timeline at the group's rate (not while a rate correction runs), no seek of the
+    /// bridge is under way, and its last resume or speed change has gone through its audio buffer.
+    public func reports(readingAt at: Int64, now: Int64) -> Bool {
+        guard case .following(let rate) = phase, paused == false, !seeks.ownUnderWay(now: now) else { return false }
+        return (commandedSpeed - rate).magnitude <= Self.speedTolerance && at >= reportFrom
+    }
+
+    // MARK: - The coordinator
+
+    private mutating func play(_ c: PlayCommand, now: Int64) -> [Action] {
+        guard c.item == item else { return [] }
+        guard c.rate > 0 else { return pause(c) }
+        return start(position: c.itemTimeNs, at: c.hostTimeNs, rate: c.rate, mayKeepPlaying: true, now: now) + osd(c.originator)
+    }
+
+    private mutating func pause(_ c: some TimedCommand) -> [Action] {
+        hold(c) ? osd(c.originator) : []
+    }
+
+    private mutating func buffer(_ c: BufferingCommand) -> [Action] {
+        guard hold(c), configuration.osd else { return [] }
+        let who = c.waitingFor.map { "\($0.peerName) (\($0.why))" }.joined(separator: ", ")
+        return [.showText("Waiting for \(who.isEmpty ? "the group" : who)")]
+    }
+
+    /// The group pauses at the command's position from its instant: mpv plays on until then.
+    /// False for a command about another item.
+    private mutating func hold(_ c: some TimedCommand) -> Bool {
+        guard c.item == item else { return false }
+        phase = .holding(Phase.Hold(at: c.hostTimeNs, position: c.itemTimeNs, due: c.hostTimeNs))
+        return true
+    }
+
+    /// A seek correction: as a start, while mpv follows the group's playing timeline (not
+    /// during a start).
+    private mutating func seekCorrection(_ c: SeekCommand, now: Int64) -> [Action] {
+        guard c.item == item, case .following = phase else { return [] }
+        return start(position: c.itemTimeNs, at: c.hostTimeNs, rate: c.rate, mayKeepPlaying: false, now: now)
+    }
+
+    /// A rate correction, or its end (the group's rate again): only while mpv follows.
+    private mutating func rateCorrection(_ rate: Double, now: Int64) -> [Action] {
+        guard case .following = phase, rate > 0 else { return [] }
+        return [setSpeed(rate, now: now)]
+    }
+
+    private func itemProposed(_ e: GroupItem) -> [Action] {
+        guard configuration.osd, let proposed = e.item, proposed != item, let origin = e.originator, !origin.local else { return [] }
+        return [.showText("\(origin.name) plays \(e.title ?? proposed)")]
     }
 
     // MARK: - Time
@@ -299,23 +336,12 @@ public struct MPVBridgePolicy: Sendable {
     private mutating func due(now: Int64) -> [Action] {
         var out: [Action] = []
         if case .starting(let s) = phase, now >= s.at {
-            phase = s.correctionUntil.map { .correcting(rate: s.rate, until: $0) } ?? .following(rate: s.rate)
+            phase = .following(rate: s.rate)
             reportFrom = max(reportFrom, now + configuration.resumeSettleNs)
             out.append(.setPause(false))
         }
         if case .holding(let h) = phase {
             out += carryOut(h, now: now)
-        }
-        switch phase {
-        case .correcting(let rate, let until) where now >= until:
-            phase = .following(rate: rate)
-            out.append(setSpeed(rate, now: now))
-        case .starting(var s) where s.correctionUntil.map({ now >= $0 }) == true:
-            s.correctionUntil = nil
-            phase = .starting(s)
-            out.append(setSpeed(s.rate, now: now))
-        default:
-            break
         }
         return out
     }
@@ -356,9 +382,7 @@ public struct MPVBridgePolicy: Sendable {
 
     /// Starts mpv at `position` at host time `at`: pauses it, seeks exactly, and unpauses at `at`
     /// (see ``Configuration/minimumLeadNs``); or, `mayKeepPlaying`, leaves it playing if it is there.
-    private mutating func start(
-        position: Int64, at: Int64, rate: Double, mayKeepPlaying: Bool, correctionUntil: Int64? = nil, now: Int64
-    ) -> [Action] {
+    private mutating func start(position: Int64, at: Int64, rate: Double, mayKeepPlaying: Bool, now: Int64) -> [Action] {
         let wasStarting = if case .starting = phase { true } else { false }
         commandedSpeed = rate
         var out: [Action] = []
@@ -373,7 +397,7 @@ public struct MPVBridgePolicy: Sendable {
             let u = at.addingSaturating(Int64(saturating: (Double(s - position) / rate).rounded()))
             let soonest = now + configuration.minimumLeadNs
             if u.addingSaturating(configuration.inPlaceLateByAtMostNs) >= soonest {
-                phase = .starting(Phase.Start(at: max(u, soonest), rate: rate, correctionUntil: correctionUntil))
+                phase = .starting(Phase.Start(at: max(u, soonest), rate: rate))
                 return out
             }
         }
@@ -384,13 +408,8 @@ public struct MPVBridgePolicy: Sendable {
         }
         if paused != true { out.append(.setPause(true)) }
         out.append(ownSeek(from, now: now))
-        phase = .starting(Phase.Start(at: startAt, rate: rate, correctionUntil: correctionUntil))
+        phase = .starting(Phase.Start(at: startAt, rate: rate))
         return out
-    }
-
-    /// The group pauses at `position` from host time `at`: mpv plays on until then.
-    private mutating func hold(position: Int64, at: Int64) {
-        phase = .holding(Phase.Hold(at: at, position: position, due: at))
     }
 
     // MARK: - Readings
@@ -432,7 +451,7 @@ public struct MPVBridgePolicy: Sendable {
 
     // MARK: - Actions
 
-    /// A speed change. While mpv plays at another speed than the group's (a rate correction), and
+    /// A speed change. While mpv plays at another speed than the group's (a drift correction), and
     /// until the change has gone through its audio buffer, `audio-pts` is off by about the
     /// buffer's length times the speed difference: no reports are made from such readings.
     private mutating func setSpeed(_ rate: Double, now: Int64) -> Action {

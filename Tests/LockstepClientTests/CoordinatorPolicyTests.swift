@@ -43,9 +43,11 @@ struct CoordinatorPolicyTests {
         var p = playing()
         #expect(p.onTick(now: 999 * Self.ms) == [])
         #expect(p.onTick(now: 1_000 * Self.ms) == [.reportPosition])
+        p.onReported(now: 1_001 * Self.ms)
         #expect(p.onTick(now: 1_050 * Self.ms) == [])
         #expect(p.nextWakeUp(now: 1_050 * Self.ms) == 1_100 * Self.ms)
         #expect(p.onTick(now: 1_100 * Self.ms) == [.reportPosition])
+        p.onReported(now: 1_101 * Self.ms)
         p.onSuspensions(open: 1)
         #expect(p.onTick(now: 1_300 * Self.ms) == [])
         p.onSuspensions(open: 0)
@@ -54,6 +56,20 @@ struct CoordinatorPolicyTests {
         _ = p.onGroupPlayback(active: true, now: 1_400 * Self.ms)
         _ = p.onTimeline(Self.timeline(.paused, at: 1_500 * Self.ms), now: 1_400 * Self.ms)
         #expect(p.onTick(now: 1_600 * Self.ms) == [], "no reports while paused")
+    }
+
+    @Test("one reading at a time: a player that answers after the interval (it was stopped) is read again 10 ms after it answers")
+    func slowReading() {
+        var p = playing()
+        #expect(p.onTick(now: 1_000 * Self.ms) == [.reportPosition])
+        #expect(p.onTick(now: 1_100 * Self.ms) == [], "still reading")
+        #expect(p.nextWakeUp(now: 1_100 * Self.ms) == 1_110 * Self.ms)
+        p.onReported(now: 2_000 * Self.ms)
+        #expect(p.nextWakeUp(now: 2_000 * Self.ms) == 2_010 * Self.ms)
+        #expect(p.onTick(now: 2_005 * Self.ms) == [])
+        #expect(p.onTick(now: 2_010 * Self.ms) == [.reportPosition])
+        p.onReported(now: 2_011 * Self.ms)
+        #expect(p.nextWakeUp(now: 2_011 * Self.ms) == 2_110 * Self.ms)
     }
 
     @Test("a rate correction nudges a player with the rate capability and ends on time at the timeline's rate")

@@ -75,6 +75,32 @@ struct PlaybackCoordinatorTests {
         }
     }
 
+    @Test("a speed change from the app changes the group's rate and keeps a paused group paused")
+    func speedChange() async throws {
+        try await withTemporaryDirectory { dir in
+            try await withRunningAgent(in: dir) { socket, _ in
+                let player = VirtualPlayer()
+                try await withPlayer(socket, "swift-speed", player) { c in
+                    try await c.coordinateSpeedChange(to: 1.5)
+                    #expect(await eventually("rate") { (try? await c.playbackStatus().timeline?.rate).map { abs($0 - 1.5) < 1e-3 } ?? false })
+                    #expect(try await c.playbackStatus().timeline?.state == .paused)
+                    #expect(await player.plays.isEmpty)
+                }
+            }
+        }
+    }
+
+    @Test("cancelled while no agent answers, run throws CancellationError without running its body")
+    func cancelledWhileWaiting() async throws {
+        try await withTemporaryDirectory { dir in
+            let coordinator = PlaybackCoordinator(delegate: VirtualPlayer(), name: "swift-alone", socketPath: dir + "/agent.sock")
+            let running = Task { try await coordinator.run { _ in Issue.record("ran without an agent") } }
+            try await Task.sleep(nanoseconds: 100_000_000)
+            running.cancel()
+            await #expect(throws: CancellationError.self) { try await running.value }
+        }
+    }
+
     @Test("a suspension leaves group playback; its end moves the group to the proposed time")
     func suspension() async throws {
         try await withTemporaryDirectory { dir in

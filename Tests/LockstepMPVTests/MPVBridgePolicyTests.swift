@@ -1,10 +1,11 @@
+import LockstepClient
 import LockstepCore
 import LockstepMPV
 import LockstepPlayerProtocol
 import Testing
 
 /// The bridge's decisions, with time as an argument: who changed mpv (the user or the bridge),
-/// and how the agent's instructions become mpv actions at the right instants.
+/// and how the coordinator's commands become mpv actions at the right instants.
 @Suite("mpv bridge policy")
 struct MPVBridgePolicyTests {
     typealias P = MPVBridgePolicy
@@ -15,8 +16,11 @@ struct MPVBridgePolicyTests {
         Origin(peerID: "p2", name: "kitchen", action: action, reason: reason, local: local, lamport: 3)
     }
 
+    /// The coordinator's command for a timeline of the group.
     func timeline(_ state: TimelineState, position: Int64, at: Int64, rate: Double = 1, action: Origin.Action = .play, local: Bool = false) -> P.Input {
-        .timeline(TimelineEvent(item: Self.file, state: state, positionNs: position, rate: rate, hostTimeNs: at, origin: origin(action, local: local)))
+        let o = origin(action, local: local)
+        guard state == .playing else { return .command(.pause(PauseCommand(item: Self.file, itemTimeNs: position, hostTimeNs: at, originator: o, stopped: state == .stopped))) }
+        return .command(.play(PlayCommand(item: Self.file, itemTimeNs: position, hostTimeNs: at, rate: rate, originator: o)))
     }
 
     /// A policy with a file loaded, mpv paused at speed 1, the group paused at 0.
@@ -110,7 +114,8 @@ struct MPVBridgePolicyTests {
         #expect(p.handle(.pause(true), now: 3 * Nanos.second) == [.intent(IntentRequest(action: .pause)), .setPause(false)])
         #expect(p.handle(.pause(false), now: 3_001 * Self.ms) == [])
         _ = p.handle(.position(11_998 * Self.ms, at: 3_000 * Self.ms), now: 3_002 * Self.ms)  // from before the pause
-        #expect(p.handle(.position(12_000 * Self.ms, at: 3_002 * Self.ms), now: 3_002 * Self.ms).isEmpty == false)
+        _ = p.handle(.position(12_000 * Self.ms, at: 3_002 * Self.ms), now: 3_002 * Self.ms)
+        #expect(p.reports(readingAt: 3_002 * Self.ms, now: 3_002 * Self.ms))
         #expect(p.handle(timeline(.paused, position: 12_050 * Self.ms, at: 3_050 * Self.ms, action: .pause, local: true), now: 3_003 * Self.ms) == [])
         // 3 ms lost while it was paused: it pauses 3 ms late, when it reaches the group's position, with no seek.
         #expect(p.handle(.tick, now: 3_050 * Self.ms) == [])
@@ -150,40 +155,42 @@ struct MPVBridgePolicyTests {
         #expect(p.handle(.speed(1.5), now: 5_011 * Self.ms) == [])
     }
 
-    @Test("a rate correction sets speed for its duration, then the group's rate again; neither is an intent, and no position is reported until the change has gone through mpv's audio buffer")
+    @Test("a rate correction sets speed, its end the group's rate again; neither is an intent, and no position is reported while it runs nor until the change has gone through mpv's audio buffer")
     func rateCorrection() {
         var p = playing()
-        let c = CorrectionEvent(kind: .rate, rate: 0.99, untilHostTimeNs: 6 * Nanos.second, errorNs: 5 * Self.ms)
-        #expect(p.handle(.correction(c), now: 5 * Nanos.second) == [.setSpeed(0.99)])
+        #expect(p.handle(.rate(0.99), now: 5 * Nanos.second) == [.setSpeed(0.99)])
         #expect(p.handle(.speed(0.99), now: 5_001 * Self.ms) == [])
-        #expect(p.handle(.position(14_500 * Self.ms, at: 5_500 * Self.ms), now: 5_500 * Self.ms) == [])
-        #expect(p.nextDeadline == 6 * Nanos.second)
-        #expect(p.handle(.tick, now: 6 * Nanos.second) == [.setSpeed(1)])
+        _ = p.handle(.position(14_500 * Self.ms, at: 5_200 * Self.ms), now: 5_200 * Self.ms)
+        #expect(!p.reports(readingAt: 5_200 * Self.ms, now: 5_200 * Self.ms))
+        #expect(!p.reports(readingAt: 5_900 * Self.ms, now: 5_900 * Self.ms))
+        #expect(p.nextDeadline == nil)
+        #expect(p.handle(.rate(1), now: 6 * Nanos.second) == [.setSpeed(1)])
         #expect(p.handle(.speed(1), now: 6_001 * Self.ms) == [])
-        #expect(p.handle(.position(14_990 * Self.ms, at: 6_200 * Self.ms), now: 6_200 * Self.ms) == [])
-        #expect(p.handle(.position(15_090 * Self.ms, at: 6_300 * Self.ms), now: 6_300 * Self.ms) == [.report(PositionReport(positionNs: 15_090 * Self.ms, hostTimeNs: 6_300 * Self.ms))])
+        #expect(!p.reports(readingAt: 6_200 * Self.ms, now: 6_200 * Self.ms))
+        #expect(p.reports(readingAt: 6_300 * Self.ms, now: 6_300 * Self.ms))
     }
 
-    @Test("a seek correction: pause, exact seek, resume at the instant given")
+    @Test("a seek correction: pause, exact seek, resume at the instant given; none during a start")
     func seekCorrection() {
         var p = playing()
-        let c = CorrectionEvent(kind: .seek, positionNs: 20 * Nanos.second, hostTimeNs: 11 * Nanos.second, errorNs: -800 * Self.ms)
-        #expect(p.handle(.correction(c), now: 10_800 * Self.ms) == [.setPause(true), .seek(positionNs: 20 * Nanos.second)])
+        let c = SeekCommand(item: Self.file, itemTimeNs: 20 * Nanos.second, hostTimeNs: 11 * Nanos.second, rate: 1, originator: origin(.play, reason: "correction"), errorNs: -800 * Self.ms)
+        #expect(p.handle(.command(.seek(c)), now: 10_800 * Self.ms) == [.setPause(true), .seek(positionNs: 20 * Nanos.second)])
+        #expect(p.handle(.command(.seek(c)), now: 10_801 * Self.ms) == [])
         #expect(p.handle(.tick, now: 11 * Nanos.second) == [.setPause(false)])
     }
 
     @Test("positions are reported only while mpv plays on the group timeline, not while a start is being carried out")
     func reportsOnlyWhilePlaying() {
         var p = loaded()
-        #expect(p.handle(.position(0, at: 10), now: 10) == [])
+        #expect(!p.reports(readingAt: 10, now: 10))
         _ = p.handle(timeline(.playing, position: 0, at: Nanos.second), now: 500 * Self.ms)
-        #expect(p.handle(.position(0, at: 600 * Self.ms), now: 600 * Self.ms) == [])
+        #expect(!p.reports(readingAt: 600 * Self.ms, now: 600 * Self.ms))
         _ = p.handle(.tick, now: Nanos.second)
         _ = p.handle(.pause(false), now: Nanos.second)
         _ = p.handle(.playbackRestarted(positionNs: 0), now: Nanos.second)
         // The first 100 ms after the resume are skipped, then every reading goes.
-        #expect(p.handle(.position(50 * Self.ms, at: 1_050 * Self.ms), now: 1_050 * Self.ms) == [])
-        #expect(p.handle(.position(200 * Self.ms, at: 1_200 * Self.ms), now: 1_200 * Self.ms) == [.report(PositionReport(positionNs: 200 * Self.ms, hostTimeNs: 1_200 * Self.ms))])
+        #expect(!p.reports(readingAt: 1_050 * Self.ms, now: 1_050 * Self.ms))
+        #expect(p.reports(readingAt: 1_200 * Self.ms, now: 1_200 * Self.ms))
     }
 
     @Test("mpv waiting for its cache makes the player buffering, then ready; an ended file is unloaded")
@@ -196,18 +203,29 @@ struct MPVBridgePolicyTests {
         #expect(p.item == nil)
     }
 
+    @Test("connected to the agent again: a file mpv loaded meanwhile is loaded, one it closed is unloaded, one the coordinator restored is left alone")
+    func reloadsAfterReconnection() {
+        var p = loaded()
+        #expect(p.handle(.agentConnected(currentItem: Self.file), now: Nanos.second) == [])
+        #expect(p.handle(.agentConnected(currentItem: nil), now: Nanos.second) == [
+            .load(LoadRequest(item: Self.file, share: .group, title: "film", durationNs: 600 * Nanos.second)), .ready,
+        ])
+        _ = p.handle(.fileEnded, now: 2 * Nanos.second)
+        #expect(p.handle(.agentConnected(currentItem: Self.file), now: 3 * Nanos.second) == [.unload])
+    }
+
     @Test("a wait holds mpv at the position and says on the OSD whom the group waits for")
     func waitHolds() {
         var p = loaded()
-        let w = WaitEvent(item: Self.file, positionNs: 0, hostTimeNs: 100 * Self.ms, waitingFor: [WaitingForView(peerName: "kitchen", player: "mpv", why: "buffering")], origin: origin(.play))
-        #expect(p.handle(.wait(w), now: 100 * Self.ms) == [.showText("Waiting for kitchen (buffering)"), .seek(positionNs: 0)])
+        let w = BufferingCommand(item: Self.file, itemTimeNs: 0, hostTimeNs: 100 * Self.ms, originator: origin(.play), waitingFor: [WaitingForView(peerName: "kitchen", player: "mpv", why: "buffering")])
+        #expect(p.handle(.command(.buffer(w)), now: 100 * Self.ms) == [.showText("Waiting for kitchen (buffering)"), .seek(positionNs: 0)])
     }
 
     @Test("instructions for another item are ignored")
     func otherItemIgnored() {
         var p = loaded()
-        let t = TimelineEvent(item: "/other.mkv", state: .playing, positionNs: 0, rate: 1, hostTimeNs: Nanos.second, origin: origin(.play))
-        #expect(p.handle(.timeline(t), now: 0) == [])
+        let t = PlayCommand(item: "/other.mkv", itemTimeNs: 0, hostTimeNs: Nanos.second, rate: 1, originator: origin(.play))
+        #expect(p.handle(.command(.play(t)), now: 0) == [])
         #expect(p.nextDeadline == nil)
     }
 

@@ -2,11 +2,14 @@
 import Glibc
 #endif
 import Foundation
+import LockstepClient
 import LockstepCore
 import LockstepLab
 import LockstepMPV
-import Testing
 import LockstepPlayerProtocol
+import LockstepTestKit
+import Logging
+import Testing
 
 /// A fresh headless mpv (mpv is a dependency of the project: tools/test installs it).
 private func launchMPV(media: String? = nil, paused: Bool = true) async throws -> MPVProcess {
@@ -248,5 +251,57 @@ struct PositionProbeTests {
         let e = try #require(track.estimate(at: middle))
         #expect(abs(e.rate - 1) < 0.002)
         #expect(e.residual < 0.001)
+    }
+}
+
+/// `lockstep mpv`'s bridge end to end: a real mpv, the bridge, an agent in-process.
+@Suite("mpv bridge against a real mpv and agent", .enabled(if: mpvInstalled && ffmpegInstalled, "needs mpv and ffmpeg on PATH"), .timeLimit(.minutes(1)), .serialized)
+struct MPVBridgeTests {
+    /// Polls `check` every 20 ms until it holds or 10 s pass.
+    func eventually(_ check: @Sendable () async -> Bool) async -> Bool {
+        let deadline = MonotonicClock.read() + 10 * Nanos.second
+        while MonotonicClock.read() < deadline {
+            if await check() { return true }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return await check()
+    }
+
+    /// Whether the agent at `socket` has a player `name` with `item` loaded and ready.
+    func loadedAndReady(_ socket: String, _ name: String, _ item: String) async -> Bool {
+        let players = try? await LockstepClient.withConnection(socketPath: socket) { c in
+            let r: PlayersResult = try await c.request("players")
+            return r.players
+        }
+        return players?.contains { $0.participant.name == name && $0.item == item && $0.participant.readiness == .ready } == true
+    }
+
+    @Test("the bridge survives the agent restarting: mpv's file is loaded and ready on the new agent, and the group's play starts mpv")
+    func survivesAgentRestart() async throws {
+        let media = try tone()
+        let mpv = try await launchMPV(media: media)
+        let control = try await mpv.connect()
+        try await withTemporaryDirectory { dir in
+            var o = MPVBridge.Options(agentSocket: dir + "/agent.sock", mpvSocket: mpv.options.socketPath)
+            o.name = "mpv-back"
+            o.policy.startLatencyNs = 100 * Nanos.millisecond
+            o.policy.osd = false
+            let bridge = MPVBridge(options: o, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let session = Task { try await bridge.runSession() }
+            defer { session.cancel() }
+            let item = MPVBridge.absolute(media)
+            try await withRunningAgent(in: dir) { socket, _ in
+                #expect(await eventually { await loadedAndReady(socket, "mpv-back", item) })
+            }
+            try await withRunningAgent(in: dir) { socket, _ in
+                #expect(await eventually { await loadedAndReady(socket, "mpv-back", item) })
+                let _: GroupStateView = try await LockstepClient.withConnection(socketPath: socket) { c in
+                    try await c.request("command", CommandRequest(action: .play))
+                }
+                #expect(await eventually { (try? await control.get("pause").bool) == false })
+            }
+        }
+        await control.close()
+        await mpv.terminate()
     }
 }

@@ -1,3 +1,4 @@
+import LockstepClient
 import LockstepCore
 import LockstepMPV
 import LockstepPlayerProtocol
@@ -85,8 +86,9 @@ struct MPVBridgePolicyCalibrationTests {
     static let file = "/media/film.mkv"
 
     func timeline(_ state: TimelineState, position: Int64, at: Int64) -> P.Input {
-        .timeline(TimelineEvent(item: Self.file, state: state, positionNs: position, rate: 1, hostTimeNs: at,
-                                origin: Origin(peerID: "p1", name: "here", action: .play, reason: nil, local: true, lamport: 1)))
+        let o = Origin(peerID: "p1", name: "here", action: .play, reason: nil, local: true, lamport: 1)
+        guard state == .playing else { return .command(.pause(PauseCommand(item: Self.file, itemTimeNs: position, hostTimeNs: at, originator: o))) }
+        return .command(.play(PlayCommand(item: Self.file, itemTimeNs: position, hostTimeNs: at, rate: 1, originator: o)))
     }
 
     @Test("the policy's own exact seeks set its calibrated start latency, declared only without a group timeline; a start with less notice is still made at the group's instant and position, one within 10 ms is moved later")
