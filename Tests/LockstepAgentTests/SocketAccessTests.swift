@@ -107,6 +107,31 @@ struct SocketAccessTests {
         }
     }
 
+    @Test("clients connecting while the server stops are closed, not dropped (NIO traps on a dropped connection)")
+    func connectingWhileStopping() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/agent.sock"
+            let lock = try SocketLock.acquire(socketPath: path)
+            defer { lock.release() }
+            for _ in 0..<20 {
+                let server = PlayerServer(
+                    configuration: .init(socketPath: path), handler: Silent(), group: MultiThreadedEventLoopGroup.singleton,
+                    logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
+                let listening = AsyncStream<Void>.makeStream()
+                let task = Task { try await server.run { listening.continuation.yield() } }
+                var it = listening.stream.makeAsyncIterator()
+                _ = await it.next()
+                // A burst of connections, and the server stopped in the middle of it.
+                let clients = (0..<16).compactMap { _ in try? RawSocket(path: path) }
+                task.cancel()
+                _ = await task.result
+                #expect(!clients.isEmpty)
+                for client in clients { #expect(await client.isClosedByPeer(timeout: 5)) }
+                unlink(path)
+            }
+        }
+    }
+
     @Test("a client with more than its byte budget queued is disconnected")
     func byteBudget() {
         let (_, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(1024))

@@ -61,6 +61,11 @@ public final class PlayerServer: Sendable {
     private let clients = Atomic<Int>(0)
     /// Connections per user other than the agent's.
     private let perUser = Mutex<[UInt32: Int]>([:])
+    /// Connections accepted but not yet taken by the serving loop. NIO traps when one is dropped
+    /// without being closed (apple/swift-nio#2637: a client connecting while the agent stops),
+    /// so they are held here until served, and closed when the loop ends; once it has ended, a
+    /// connection still being set up is refused before it becomes one.
+    private let unserved = Mutex<(stopped: Bool, pending: [ObjectIdentifier: NIOAsyncChannel<LineFrame, ByteBuffer>])>((false, [:]))
 
     public init(configuration: Configuration, handler: any ClientHandler, group: any EventLoopGroup, logger: Logger) {
         self.configuration = configuration
@@ -81,7 +86,15 @@ public final class PlayerServer: Sendable {
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: maxLine)))
-                    return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    return try self.unserved.withLock { state in
+                        guard !state.stopped else {
+                            channel.close(promise: nil)
+                            throw ChannelError.ioOnClosedChannel
+                        }
+                        let connection = try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        state.pending[ObjectIdentifier(channel)] = connection
+                        return connection
+                    }
                 }
             }
         if chmod(configuration.socketPath, configuration.socketMode) != 0 {
@@ -93,9 +106,20 @@ public final class PlayerServer: Sendable {
         logger.info("listening for players", metadata: ["socket.path": "\(configuration.socketPath)"])
         onListening()
 
+        do {
+            try await serve(server)
+        } catch {
+            await closeUnserved()
+            throw error
+        }
+        await closeUnserved()
+    }
+
+    private func serve(_ server: NIOAsyncChannel<NIOAsyncChannel<LineFrame, ByteBuffer>, Never>) async throws {
         try await withThrowingDiscardingTaskGroup { tasks in
             try await server.executeThenClose { inbound in
                 for try await connection in inbound {
+                    unserved.withLock { $0.pending[ObjectIdentifier(connection.channel)] = nil }
                     // Counted here, in accept order, so the connection refused is the newest one.
                     let id = nextID.wrappingAdd(1, ordering: .relaxed).newValue
                     let count = clients.wrappingAdd(1, ordering: .relaxed).newValue
@@ -106,6 +130,16 @@ public final class PlayerServer: Sendable {
                 }
             }
         }
+    }
+
+    /// Closes the connections accepted after the serving loop stopped taking them, and refuses
+    /// any still being set up.
+    private func closeUnserved() async {
+        let left = unserved.withLock { state in
+            defer { state = (true, [:]) }
+            return Array(state.pending.values)
+        }
+        for connection in left { try? await connection.executeThenClose { _, _ in } }
     }
 
     private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>, id: UInt64, count: Int) async {
