@@ -128,6 +128,27 @@ def test_pause_and_seek_from_the_app_come_back_as_commands_at_the_right_item_tim
     run(body())
 
 
+def test_a_speed_change_changes_the_groups_rate_and_keeps_a_paused_group_paused(agent: Any) -> None:
+    async def body() -> None:
+        player = VirtualPlayer()
+        c = await ready_player(agent.socket, "py-speed", player)
+        await player.next(lambda x: isinstance(x, PauseCommand))
+        await c.coordinate_speed_change(1.5)
+
+        async def rate() -> float:
+            return float((await c.playback_status()).get("timeline", {}).get("rate", 0))
+        for _ in range(100):
+            if abs(await rate() - 1.5) < 1e-3:
+                break
+            await asyncio.sleep(0.05)
+        status = await c.playback_status()
+        assert abs(status["timeline"]["rate"] - 1.5) < 1e-3
+        assert status["timeline"]["state"] == "paused"
+        assert not [x for x in player.commands if isinstance(x, PlayCommand)]
+        await c.stop()
+    run(body())
+
+
 def test_out_of_range_requests_are_refused_with_invalid_field(agent: Any) -> None:
     async def body() -> None:
         c = await ready_player(agent.socket, "py-one", VirtualPlayer())

@@ -220,6 +220,11 @@ class PlaybackCoordinator:
     async def coordinate_pause(self) -> None:
         await self._request("intent", action="pause")
 
+    async def coordinate_speed_change(self, rate: float) -> None:
+        """The user changed the playback speed (not play or pause: a paused group stays paused):
+        the group's rate becomes ``rate``."""
+        await self._request("intent", action="rate", rate=float(rate))
+
     async def coordinate_seek(self, item_time_ns: int) -> None:
         """The user sought to ``item_time_ns``: the whole group moves there."""
         await self._request("intent", action="seek", position_ns=int(item_time_ns))
