@@ -177,7 +177,7 @@ extension Agent {
     }
 
     func txtRecord() -> [String: String] {
-        tagDay = Self.today()
+        tagDay = GroupKey.tagDayNow()
         return [
             LockstepTXT.version: String(PeerProtocol.version), LockstepTXT.peerID: identity.peerID.hex,
             LockstepTXT.group: keys.group.tag(day: tagDay), LockstepTXT.name: identity.name.truncated(toUTF8: 63),
@@ -191,6 +191,4 @@ extension Agent {
         discovery?.recognise(groupTags: keys.group.recognisedTags(day: tagDay))
     }
 
-    /// Days since 1970-01-01 (UTC) by the wall clock: the group tag's day.
-    static func today() -> Int64 { GroupKey.tagDayNow() }
 }

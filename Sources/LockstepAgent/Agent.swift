@@ -101,7 +101,7 @@ public actor Agent: ClientHandler {
     var clients: [UInt64: ClientState] = [:]
     var nextPlayerID: UInt32 = 1
     /// The day whose group tag our TXT record shows (``publishTXT()``; the tag is new every day).
-    var tagDay = Agent.today()
+    var tagDay = GroupKey.tagDayNow()
     /// Yields once this agent's device key was replaced (`group_reset_identity`): the daemon
     /// stops it and starts an agent under the new key, in the same process.
     public nonisolated let identityReset: AsyncStream<Void>
@@ -270,7 +270,7 @@ public actor Agent: ClientHandler {
         execute(sessions.onTick(now: now, reachable: Set(node.membership.reachable)))
         execute(pairing.onTick(now: now))
         if measurements.isDue(now) { pushMeasurements(now: now) }
-        if discovery != nil, Self.today() != tagDay { publishTXT() }
+        if discovery != nil, GroupKey.tagDayNow() != tagDay { publishTXT() }
         rearm(now)
     }
 
