@@ -394,7 +394,7 @@ public struct PeerClocks: Sendable {
         let slowest = slowestPoll(peers: routes.count)
         for (peer, route) in routes.sorted(by: { $0.key < $1.key }) {
             guard var link = links[peer] else { continue }
-            if link.scheduler.slowest != slowest { link.scheduler.setSlowest(slowest) }
+            link.scheduler.setSlowest(slowest)
             link.lost += UInt64(link.scheduler.expire(at: now).count)
             let late = link.stamps.expire(now: now)
             links[peer] = link
