@@ -25,7 +25,8 @@ let package = Package(
         // Debian package: libavahi-compat-libdnssd-dev (tools/demo and tools/test install it).
         .systemLibrary(name: "CDNSSD"),
         // recvmsg(2) with kernel receive timestamps: the CMSG_* macros are not importable into Swift.
-        .target(name: "CLockstepPosix"),
+        // It also zeroes avahi's allocations (a workaround for avahi 0.8's compat library).
+        .target(name: "CLockstepPosix", linkerSettings: [.linkedLibrary("avahi-common", .when(platforms: [.linux]))]),
         // SPAKE2 (a password-authenticated key exchange, for pairing with a short code): BoringSSL's,
         // as linked by swift-crypto; this target only declares it.
         .target(name: "CLockstepSPAKE2"),

@@ -12,17 +12,24 @@
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #endif
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#if __has_include(<avahi-common/malloc.h>)
+#include <stdlib.h>
+#include <avahi-common/malloc.h>
 
-int lockstep_zero_fresh_allocations(void) {
-#if defined(__GLIBC__) && defined(M_PERTURB)
-    return mallopt(M_PERTURB, 0xff);
-#else
-    return 0;
-#endif
+static void *zeroed_malloc(size_t size) { return calloc(1, size); }
+
+// Not copied by avahi: it must live as long as the process.
+static const AvahiAllocator zeroed_allocator = {
+    .malloc = zeroed_malloc, .free = free, .realloc = realloc, .calloc = calloc,
+};
+
+int lockstep_zero_avahi_allocations(void) {
+    avahi_set_allocator(&zeroed_allocator);
+    return 1;
 }
+#else
+int lockstep_zero_avahi_allocations(void) { return 0; }
+#endif
 
 int lockstep_enable_rx_timestamps(int fd) {
 #ifdef SO_TIMESTAMPNS

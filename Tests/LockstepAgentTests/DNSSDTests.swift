@@ -7,6 +7,8 @@ import LockstepCore
 import Logging
 import Testing
 
+import CLockstepPosix
+
 @testable import LockstepAgent
 
 // MARK: - TXT records
@@ -85,6 +87,37 @@ import Testing
     @Test func decodeKeepsWhatPrecedesATruncatedEntry() {
         let bytes: [UInt8] = [3] + Array("a=1".utf8) + [9] + Array("b=2".utf8)
         #expect(TXTRecord.decode(bytes) == ["a": "1"])
+    }
+}
+
+// MARK: - avahi's allocations
+
+@Suite struct AvahiAllocationTests {
+    typealias Malloc = @convention(c) (Int) -> UnsafeMutableRawPointer?
+    typealias Free = @convention(c) (UnsafeMutableRawPointer?) -> Void
+
+    /// A block just freed is what malloc hands out next from glibc's thread cache, unzeroed (the
+    /// case M_PERTURB missed): avahi must get it zeroed all the same, or avahi 0.8's compat
+    /// library calls whatever a freed block left in a DNSServiceRef's callback pointers.
+    @Test func avahiGetsZeroedMemoryEvenWhereMallocWouldReuseADirtyBlock() throws {
+        #expect(lockstep_zero_avahi_allocations() == 1)
+        let mallocSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "avahi_malloc")
+        let freeSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "avahi_free")
+        let avahiMalloc = unsafeBitCast(try #require(mallocSymbol), to: Malloc.self)
+        let avahiFree = unsafeBitCast(try #require(freeSymbol), to: Free.self)
+        for size in [24, 200, 1_000] {
+            for _ in 0..<8 {
+                let fresh = malloc(size)
+                let dirty = try #require(fresh)
+                dirty.initializeMemory(as: UInt8.self, repeating: 0xA5, count: size)
+                free(dirty)
+                let handed = avahiMalloc(size)
+                let block = try #require(handed)
+                let bytes = UnsafeRawBufferPointer(start: block, count: size)
+                #expect(bytes.allSatisfy { $0 == 0 }, "avahi_malloc(\(size)) handed out a dirty block")
+                avahiFree(block)
+            }
+        }
     }
 }
 

@@ -40,12 +40,14 @@ ssize_t lockstep_send_timestamped(int fd, const void *buffer, size_t length,
 /// or -1 with errno set (EAGAIN when the queue is empty).
 int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns);
 
-/// Makes every later malloc(3) return zeroed memory (glibc's M_PERTURB with 0xff: allocations
-/// are filled with 0x00, freed blocks with 0xff). Works around avahi's compat libdns_sd before
-/// 0.9 (Debian 12 ships 0.8), which leaves callback pointers of a DNSServiceRef uninitialised and
-/// calls them when the daemon goes away: an avahi-daemon restart could crash the agent (seen in
-/// the fault lab test; fixed upstream by avahi PR #569, "Use allocator with memory set to zero").
-/// Returns 1 if set, 0 where glibc's mallopt is not available.
-int lockstep_zero_fresh_allocations(void);
+/// Makes every allocation avahi's libraries make from now on zeroed (`avahi_set_allocator` with
+/// `calloc`). Works around avahi's compat libdns_sd before 0.9 (Debian 12 ships 0.8), which leaves
+/// the callback pointers of a DNSServiceRef uninitialised and calls them when the daemon goes
+/// away: an avahi-daemon restart could crash the agent (fixed upstream by avahi commit dffd549,
+/// "libdns_sd: Use allocator with memory set to zero"). glibc's M_PERTURB, used before, does not
+/// do it: blocks served from the thread cache are neither zeroed nor perturbed, and the fault lab
+/// saw a restart call a callback of 0xff…ff (a freed block's fill). Call before any DNS-SD call.
+/// Returns 1 if set, 0 where avahi's headers are not available (Apple's systems).
+int lockstep_zero_avahi_allocations(void);
 
 #endif

@@ -138,8 +138,8 @@ public final class DNSSDDiscovery: Sendable {
     public static let maxInstanceNameBytes = 63
 
     /// avahi's compat library (0.8) calls uninitialised callback pointers when the daemon goes
-    /// away; zeroed allocations make them null (see `lockstep_zero_fresh_allocations`).
-    private static let zeroedAllocations: Int32 = lockstep_zero_fresh_allocations()
+    /// away; zeroed allocations make them null (see `lockstep_zero_avahi_allocations`).
+    private static let zeroedAllocations: Int32 = lockstep_zero_avahi_allocations()
 
     /// Publishes our service and browses for others; events arrive on the returned stream.
     ///
