@@ -42,6 +42,7 @@ extension Agent {
 
     func onDiscovery(_ event: DiscoveryEvent) {
         let now = now()
+        defer { settleDiscovery(now: now) }
         switch event {
         case .daemonUnavailable(let reason):
             discoveryState = .unavailable(reason)
@@ -56,10 +57,13 @@ extension Agent {
             logger.debug("published over DNS-SD", metadata: ["mdns.instance": "\(name)"])
         case .serviceUpdated(let service):
             guard let peer = PeerID(hex: service.txt[LockstepTXT.peerID] ?? "") else { return }
+            let sighting = Membership.Sighting(instance: service.instanceName, interfaceIndex: service.interfaceIndex)
             if peer == identity.peerID {
                 // Our own service, or another device with our key (a copied state directory).
                 // (Before avahi confirms the registration, the instance is the name asked for.)
-                if service.instanceName != registeredInstance ?? identity.name {
+                if service.instanceName == registeredInstance ?? identity.name {
+                    ownInstances.insert(sighting)
+                } else {
                     transport?.drop("clone", "another device announces this device's id over DNS-SD (a copied state directory?): on one of them (not both): lockstep group reset-identity", detail: service.instanceName, from: service.endpoints.first)
                 }
                 return
@@ -71,14 +75,43 @@ extension Agent {
                 logger.notice("a peer speaks another peer protocol version; ignoring it", metadata: ["peer.remote": "\(peer.short)", "peer.version": "\(service.txt[LockstepTXT.version] ?? "-")"])
                 return
             }
-            let sighting = Membership.Sighting(instance: service.instanceName, interfaceIndex: service.interfaceIndex)
             execute(node.onSighting(peer, name: service.txt[LockstepTXT.name], sighting: sighting, endpoints: service.endpoints, now: now), now: now)
             rearm(now)
         case .serviceRemoved(let instance, let interface):
             inviters[instance] = nil
+            ownInstances.remove(.init(instance: instance, interfaceIndex: interface))
             execute(node.onWithdrawal(.init(instance: instance, interfaceIndex: interface), now: now), now: now)
             rearm(now)
         }
+    }
+
+    /// How long a peer must have been reachable before its instances are settled: one that flaps
+    /// between reachable and lost (an overloaded host, a bad link) keeps its resolve open, rather
+    /// than having discovery open and close refs (each a thread and a D-Bus connection to avahi)
+    /// at the pace it flaps. A lost peer's instances are resolved again at once.
+    static let settleAfter = TimeSpan.seconds(5)
+
+    /// Tells discovery which instances need no resolving (``DNSSDDiscovery/settle(_:)``): those
+    /// of peers reachable for ``settleAfter``, and our own once avahi confirmed its name. A
+    /// reachable peer then costs no `DNSServiceRef`; one that renumbers is followed by the
+    /// address its datagrams come from (a learned path). Called on membership and discovery
+    /// events, and about once a second from ``step(_:)``.
+    func settleDiscovery(now: LocalTime) {
+        guard let discovery else { return }
+        settleCheckedAt = now
+        var settled = ownInstances.filter { $0.instance == registeredInstance }
+        for peer in node.membership.peers.values where peer.state == .reachable && now - peer.since >= Self.settleAfter {
+            settled.formUnion(peer.sightings.keys)
+        }
+        guard settled != settledInstances else { return }
+        settledInstances = settled
+        discovery.settle(settled)
+    }
+
+    /// A peer restarted: its instances are resolved again (its port may have changed).
+    func refreshDiscovery(of peer: PeerID) {
+        guard let sightings = node.membership.peers[peer]?.sightings.keys, !sightings.isEmpty else { return }
+        discovery?.refresh(Set(sightings))
     }
 
     /// Adds `HOST:PORT` (numeric, or a name resolved once now, off the agent's loop).

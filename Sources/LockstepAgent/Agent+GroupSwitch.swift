@@ -16,6 +16,7 @@ extension Agent {
             execute(node.onPlayerHello(id: id, info: playerInfo(hello, id: id), now: now), now: now)
         }
         topicsChanged(now: now)
+        settleDiscovery(now: now)  // the old group's peers are no longer reachable
         step(now)
     }
 }

@@ -21,23 +21,25 @@ extension Agent {
 
     func clock(now: LocalTime) -> ClockResult {
         let list: [ClockInfo] = node.membership.reachable.compactMap { peer in
-            guard let resolved = node.clocks.resolved(peer, at: now), let link = node.clocks.links[peer] else { return nil }
+            // (A peer reached only through the mesh has no link: its counters read zero.)
+            guard let resolved = node.clocks.resolved(peer, at: now) else { return nil }
+            let link = node.clocks.links[peer]
             let e = resolved.estimate
             let source: String
             switch resolved.source {
             case .direct: source = "direct"
-            case .via(let other): source = "via " + name(of: other)
+            case .via(let other): source = "via " + name(of: other) + (resolved.combinedPaths > 1 ? " +\(resolved.combinedPaths - 1)" : "")
             }
             return ClockInfo(
                 peerID: peer.hex, name: name(of: peer), offsetNs: e.offset(at: now), errorBoundNs: e.errorBound(at: now),
                 hardBoundNs: e.hardBound(at: now), delayNs: e.delay.ns, skewPPM: e.skewPPM, samples: e.sampleCount,
                 lastSampleAgeNs: (now - e.lastSample).ns, source: source, trusted: resolved.trusted,
                 closureErrorNs: resolved.closureErrorNs, worstClosureErrorNs: resolved.worstClosureErrorNs,
-                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: link.lost, rejected: link.rejected,
-                sendStamps: link.lastKernelStamped ? "kernel" : "agent", kernelStamped: link.kernelStamped,
-                followUpsMissed: link.stamps.followUpsMissed, stampsImplausible: link.stamps.implausible,
+                worstClosureToleranceNs: resolved.worstClosureToleranceNs, paths: resolved.pathCount, lost: link?.lost ?? 0, rejected: link?.rejected ?? 0,
+                sendStamps: link.map { $0.lastKernelStamped ? "kernel" : "agent" } ?? "none", kernelStamped: link?.kernelStamped ?? 0,
+                followUpsMissed: link?.stamps.followUpsMissed ?? 0, stampsImplausible: link?.stamps.implausible ?? 0,
                 delayStepNs: node.clocks.estimate(of: peer, at: now).flatMap { $0.delayStep > .zero ? $0.delayStep.ns : nil },
-                requests: link.exchangesSent, mirrored: link.mirrored, unmatchedResults: link.unmatchedResults)
+                requests: link?.exchangesSent ?? 0, mirrored: link?.mirrored ?? 0, unmatchedResults: link?.unmatchedResults ?? 0)
         }
         return ClockResult(localTimeNs: now.ns, hostTimeNs: hostTime(now), peers: list.sorted { ($0.name, $0.peerID) < ($1.name, $1.peerID) })
     }

@@ -86,6 +86,13 @@ public actor Agent: ClientHandler {
     var pendingJoin: Request?
     /// The DNS-SD instance name this agent registered (avahi may rename it).
     var registeredInstance: String?
+    /// Our own DNS-SD instance as browsed back, on `lo` and each LAN interface (by the name
+    /// asked for until avahi confirms one). Those named ``registeredInstance`` are settled like
+    /// a reachable peer's (``settleDiscovery(now:)``).
+    var ownInstances: Set<Membership.Sighting> = []
+    /// What ``settleDiscovery(now:)`` last told discovery, and when it last looked.
+    var settledInstances: Set<Membership.Sighting> = []
+    var settleCheckedAt: LocalTime?
     /// Configured peers' endpoints (`--peer`), also where a joining agent tries its code.
     var staticEndpoints: [Endpoint] = []
     /// What may still go to each address that is not validated (``Agent/mayTransmit(_:to:now:)``).
@@ -135,6 +142,7 @@ public actor Agent: ClientHandler {
     static func makeNode(configuration: AgentConfiguration, identity: Identity) -> Node {
         var nodeConfig = Node.Configuration()
         nodeConfig.membership.lostAfter = configuration.peerTimeout
+        nodeConfig.clocks.neighbours = ClockNeighbours(denseUpTo: configuration.fullMeshUpTo)
         // Replies are how a peer is heard: three exchanges within the peer timeout, however large the group.
         nodeConfig.clocks.keepAliveInterval = min(.seconds(1), configuration.peerTimeout / Int64(3))
         nodeConfig.coordinator.waitingReasons = Set(configuration.waitingReasons.map(SuspensionReason.init(text:)))
@@ -271,6 +279,7 @@ public actor Agent: ClientHandler {
         execute(pairing.onTick(now: now))
         if measurements.isDue(now) { pushMeasurements(now: now) }
         if discovery != nil, GroupKey.tagDayNow() != tagDay { publishTXT() }
+        if settleCheckedAt.map({ now - $0 >= .seconds(1) }) ?? true { settleDiscovery(now: now) }
         rearm(now)
     }
 
@@ -312,6 +321,11 @@ public actor Agent: ClientHandler {
                 transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint)
             case .membership(let event):
                 log(event)
+                switch event {
+                case .stateChanged: settleDiscovery(now: now)
+                case .restarted(let peer, _): refreshDiscovery(of: peer)
+                default: break
+                }
                 if !sessionSeal.isEmpty { refreshSessionSeal() }
                 if case .stateChanged(let peer, _, _) = event, let info = peers(now: now).peers.first(where: { $0.peerID == peer.hex }) {
                     broadcast(PeerChangedEvent(hostTimeNs: hostTime(now), peer: info), topic: .peers)

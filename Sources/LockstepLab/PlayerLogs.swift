@@ -10,8 +10,22 @@ public struct PlayerTrace: Sendable {
         public var cause: String
     }
 
+    /// A group timeline as the player received it (a `timeline` line of its log).
+    public struct Instruction: Sendable, Equatable {
+        /// When the player got it (host ns).
+        public var received: Int64
+        /// When it took effect: the start of the segment it made (host ns).
+        public var from: Int64
+        public var rate: Double
+        /// The command that set it: its origin's peer id and command number there.
+        public var originPeerID: String
+        public var originLamport: UInt64
+    }
+
     public let name: String
     public private(set) var segments: [Segment] = []
+    /// Every timeline the player received, in order (none is replaced by a later one).
+    public private(set) var instructions: [Instruction] = []
 
     public init(name: String, lines: some Sequence<Substring>) {
         self.name = name
@@ -24,6 +38,11 @@ public struct PlayerTrace: Sendable {
             // The player replaces any segment scheduled at or after a new one's start.
             segments.removeAll { $0.from >= from }
             segments.append(Segment(from: from, position: position, rate: rate, cause: object["cause"] as? String ?? ""))
+            if let received = (object["received_host_ns"] as? NSNumber)?.int64Value, let peer = object["origin_peer_id"] as? String,
+                let lamport = (object["origin_lamport"] as? NSNumber)?.uint64Value
+            {
+                instructions.append(Instruction(received: received, from: from, rate: rate, originPeerID: peer, originLamport: lamport))
+            }
         }
     }
 
@@ -42,6 +61,11 @@ public struct PlayerTrace: Sendable {
     /// True if the player was moving at host time `t`.
     public func isPlaying(at t: Int64) -> Bool {
         (segments.last { $0.from <= t }?.rate ?? 0) > 0
+    }
+
+    /// The first timeline the player received that the command `lamport` of `peerID` set.
+    public func instruction(from peerID: String, lamport: UInt64) -> Instruction? {
+        instructions.first { $0.originPeerID == peerID && $0.originLamport == lamport }
     }
 
     /// Segments that began in [from, to), e.g. the starts after a command.

@@ -23,17 +23,30 @@ public final class PlayingGroup: @unchecked Sendable {
                 throw Lab.Failure(description: "the agents did not find each other within 30 s")
             }
             try await Task.sleep(nanoseconds: 1_500_000_000)
-            for h in 1...hosts { try startPlayer(h) }
-            guard try await waitUntil(timeout: 30, { try await self.lab.readyPlayers(on: 1) == hosts }) != nil else {
-                throw Lab.Failure(description: "the players were not all ready within 30 s")
-            }
-            if play {
-                let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: .play))
-                try await Task.sleep(nanoseconds: 1_000_000_000)
-            }
+            try await startPlayers(readyTimeout: 30, play: play)
         } catch {
             lab.destroy()
             throw error
+        }
+    }
+
+    /// Adds a reference player on every host of `lab`, whose agents already run and see each
+    /// other, and waits until all are ready; starts playback if `play`. The lab stays the
+    /// caller's to destroy.
+    public init(lab: Lab, readyTimeout: Double = 30, play: Bool = false) async throws {
+        self.lab = lab
+        hosts = lab.hosts
+        try await startPlayers(readyTimeout: readyTimeout, play: play)
+    }
+
+    private func startPlayers(readyTimeout: Double, play: Bool) async throws {
+        for h in 1...hosts { try startPlayer(h) }
+        guard try await waitUntil(timeout: readyTimeout, { try await self.lab.readyPlayers(on: 1) == self.hosts }) != nil else {
+            throw Lab.Failure(description: "the players were not all ready within \(Int(readyTimeout)) s")
+        }
+        if play {
+            let _: GroupStateView = try await lab.request(1, "command", CommandRequest(action: .play))
+            try await Task.sleep(nanoseconds: 1_000_000_000)
         }
     }
 

@@ -111,10 +111,17 @@ public actor ReferencePlayer: PlayerDelegate {
         return PositionSample(itemTimeNs: playback.position(at: now), hostTimeNs: now)
     }
 
+    /// Carries out a group timeline; its log line also says when it arrived (`received_host_ns`)
+    /// and which command set it (the origin's peer id and command number).
     private func follow(_ command: some TimedCommand, state: String, rate: Double) {
-        let (at, position) = landing(command.hostTimeNs, command.itemTimeNs, rate: rate, now: clock.now())
+        let now = clock.now()
+        let (at, position) = landing(command.hostTimeNs, command.itemTimeNs, rate: rate, now: now)
         let s = playback.change(at: at, position: position, rate: rate)
-        record(["kind": "segment", "cause": "timeline", "state": state, "asked_host_ns": command.hostTimeNs, "asked_position_ns": command.itemTimeNs, "segment": s, "origin": command.originator.name, "action": command.originator.action.rawValue])
+        let o = command.originator
+        record([
+            "kind": "segment", "cause": "timeline", "state": state, "received_host_ns": now, "asked_host_ns": command.hostTimeNs, "asked_position_ns": command.itemTimeNs,
+            "segment": s, "origin": o.name, "origin_peer_id": o.peerID, "origin_lamport": o.lamport, "action": o.action.rawValue,
+        ])
     }
 
     private func tick() {

@@ -15,10 +15,13 @@ import LockstepPlayerProtocol
 /// `clock` view, once a second for `--clock-seconds`. All hosts share one kernel clock and no
 /// clock is simulated, so the true offset between any two is zero and the offset an agent
 /// reports *is* its error; `direct` rows are measured links, `composed` ones two-hop paths.
+/// Then, unless `--plays 0`, the players (``ScalePlays``): a reference player joins every agent,
+/// and `--plays` rounds of play, seek and pause at one host after another give the spread of the
+/// players' start instants per play and each command's time to reach every player.
 struct ScaleBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scale",
-        abstract: "Idle cost per agent (CPU, memory, datagrams), time to all reachable, and clock error, by group size.")
+        abstract: "Idle cost per agent (CPU, memory, datagrams), time to all reachable, clock error, reference players' start spread and command-to-all time, by group size.")
 
     @OptionGroup var options: BenchOptions
 
@@ -33,6 +36,9 @@ struct ScaleBench: AsyncParsableCommand {
 
     @Option(help: "Seconds of clock readings (one per agent per second) after the idle measurement.")
     var clockSeconds = 10.0
+
+    @Option(help: "Rounds of play, seek and pause with a reference player on every host, after the clock readings (0: none).")
+    var plays = 5
 
     /// One agent's counters at one moment.
     struct Sample {
@@ -50,9 +56,12 @@ struct ScaleBench: AsyncParsableCommand {
             "traffic": "UDP datagrams and eth0 bytes sent by each lab host (its agent and its avahi-daemon)",
             "truth": "one kernel clock, no simulated clocks: the reported offset is the error",
             "machine": "\(ProcessInfo.processInfo.activeProcessorCount) cores, shared with whatever else runs",
+            "plays": String(plays),
+            "start_spread": "per play: max − min of the instants at which the reference players start (their logs, CLOCK_MONOTONIC shared by all hosts); each player lands within ±100 µs of the instant it is told (its modelled jitter), and one told too late for its 20 ms start latency starts late (late starts: more than 0.2 ms after the play's instant, of all players' starts)",
+            "command_reach": "per command (play, seek, pause, each at the next host): from just before the bench sends it to one agent until the last reference player has received the timeline it set (the player's log; the agents' replication and each agent's delivery to its player)",
         ]
         var rows: [[String: String]] = []
-        let order = "hosts,all reachable s,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,load"
+        let order = "hosts,all reachable s,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,composed coverage %,load,start spread p50 us,start spread p99 us,start spread max us,reach p50 ms,reach p99 ms,reach max ms,missed,late starts"
         for n in hosts.split(separator: ",").compactMap({ Int($0) }) {
             options.progress("\(n) hosts")
             var row = try await measure(n, into: &report)
@@ -61,8 +70,7 @@ struct ScaleBench: AsyncParsableCommand {
             row["_order"] = order
             rows.append(row)
         }
-        report.tables["idle group, per agent"] = rows
-        report.notes.append("not measured here yet: reference-player start spread and command-to-all latency at these sizes (tools/bench players covers 3-8 hosts)")
+        report.tables["by group size: idle cost per agent, clock error, reference players"] = rows
         report.print(json: options.json)
     }
 
@@ -97,21 +105,30 @@ struct ScaleBench: AsyncParsableCommand {
         let threads = Stats(pids.compactMap { status($0, "Threads") })
 
         // Clock readings: the offset is the error (one kernel clock).
-        var direct: [Double] = [], composed: [Double] = [], covered = 0, readings = 0
+        var direct: [Double] = [], composed: [Double] = [], bounds: [Double] = [], covered = 0, readings = 0, composedCovered = 0
         let end = Date().addingTimeInterval(clockSeconds)
         while Date() < end {
             for h in 1...n {
                 guard let r = try? await lab.request(h, "clock", as: ClockResult.self) else { continue }
                 for p in r.peers {
                     readings += 1
-                    if p.offsetNs.magnitude <= p.errorBoundNs { covered += 1 }
-                    if p.source == "direct" { direct.append(p.offsetNs.magnitude) } else { composed.append(p.offsetNs.magnitude) }
+                    let within = p.offsetNs.magnitude <= p.errorBoundNs
+                    if within { covered += 1 }
+                    bounds.append(p.errorBoundNs)
+                    if p.source == "direct" {
+                        direct.append(p.offsetNs.magnitude)
+                    } else {
+                        composed.append(p.offsetNs.magnitude)
+                        if within { composedCovered += 1 }
+                    }
                 }
             }
             try await Task.sleep(nanoseconds: 1_000_000_000)
         }
-        let d = Stats(direct), c = Stats(composed)
+        let d = Stats(direct), c = Stats(composed), b = Stats(bounds)
         let coverage = readings == 0 ? 0 : Double(covered) / Double(readings) * 100
+        let composedCoverage = composed.isEmpty ? 0 : Double(composedCovered) / Double(composed.count) * 100
+        let errorP99 = Stats(direct + composed).percentile(99)
 
         let f = "hosts_\(n)_"
         report.figures[f + "all_reachable_s"] = reachableAfter
@@ -125,19 +142,63 @@ struct ScaleBench: AsyncParsableCommand {
         report.figures[f + "clock_direct_p50_us"] = d.median / 1e3
         report.figures[f + "clock_direct_p99_us"] = d.percentile(99) / 1e3
         report.figures[f + "clock_coverage_percent"] = coverage
-        if c.count > 0 { report.figures[f + "clock_composed_p99_us"] = c.percentile(99) / 1e3 }
+        report.figures[f + "clock_bound_median_us"] = b.median / 1e3
+        if c.count > 0 {
+            report.figures[f + "clock_composed_p50_us"] = c.median / 1e3
+            report.figures[f + "clock_composed_p99_us"] = c.percentile(99) / 1e3
+            report.figures[f + "clock_composed_coverage_percent"] = composedCoverage
+        }
         let cpuGoal = n <= 8 ? 0.3 : 1.0
         report.goal("\(n) hosts: idle CPU per agent (max)", target: "< \(fmt(cpuGoal, 1)) %", measured: "\(fmt(cpu.max, 2)) %", met: cpu.max < cpuGoal)
         report.goal("\(n) hosts: RSS per agent (median)", target: "< 20 MiB", measured: "\(fmt(rss.median, 1)) MiB", met: rss.median < 20)
         report.goal("\(n) hosts: all reachable", target: "< 3 s", measured: "\(fmt(reachableAfter, 2)) s", met: reachableAfter < 3)
         report.goal("\(n) hosts: clock p99 (direct)", target: "<= 5 us", measured: "\(fmt(d.percentile(99) / 1e3, 2)) us", met: d.percentile(99) <= 5_000)
-        return [
+        if c.count > 0 {
+            report.goal("\(n) hosts: clock p99 (composed, two hops)", target: "<= 5 us", measured: "\(fmt(c.percentile(99) / 1e3, 2)) us", met: c.percentile(99) <= 5_000)
+        }
+        report.goal("\(n) hosts: bound coverage", target: ">= 99 %", measured: "\(fmt(coverage, 2)) % (composed \(c.count > 0 ? fmt(composedCoverage, 2) + " %" : "-"))", met: coverage >= 99)
+        report.goal("\(n) hosts: bound (median) within 3x the error p99", target: "<= \(fmt(3 * errorP99 / 1e3, 2)) us", measured: "\(fmt(b.median / 1e3, 2)) us", met: b.median <= 3 * errorP99)
+        var row = [
             "hosts": String(n), "all reachable s": fmt(reachableAfter, 2), "cpu median %": fmt(cpu.median, 2), "cpu max %": fmt(cpu.max, 2),
             "avahi cpu median %": fmt(avahiCPU.median, 2), "rss median MiB": fmt(rss.median, 1), "pss median MiB": fmt(pssMiB.median, 1),
             "threads": fmt(threads.median, 0), "udp dg/s": fmt(udp.median, 1), "tx bytes/s": fmt(tx.median, 0),
             "clock p50 us": fmt(d.median / 1e3, 2), "clock p99 us": fmt(d.percentile(99) / 1e3, 2), "coverage %": fmt(coverage, 2),
-            "composed n": String(c.count), "composed p99 us": c.count > 0 ? fmt(c.percentile(99) / 1e3, 2) : "-", "load": load,
+            "composed n": String(c.count), "composed p99 us": c.count > 0 ? fmt(c.percentile(99) / 1e3, 2) : "-",
+            "composed coverage %": c.count > 0 ? fmt(composedCoverage, 2) : "-", "load": load,
         ]
+        guard plays > 0 else { return row }
+
+        // A size that does not fit (its players never all ready) keeps the figures above.
+        let p: ScalePlays
+        do {
+            p = try await ScalePlays.measure(lab, plays: plays) { options.progress($0) }
+        } catch {
+            report.notes.append("\(n) hosts: no player figures: \(error)")
+            options.progress("  no player figures: \(error)")
+            return row
+        }
+        let s = p.startSpread, r = p.reach
+        report.figures[f + "start_spread_p50_us"] = s.median
+        report.figures[f + "start_spread_p99_us"] = s.percentile(99)
+        report.figures[f + "start_spread_max_us"] = s.max
+        report.figures[f + "command_reach_p50_ms"] = r.median
+        report.figures[f + "command_reach_p99_ms"] = r.percentile(99)
+        report.figures[f + "command_reach_max_ms"] = r.max
+        report.figures[f + "commands_missed"] = Double(p.missed)
+        report.figures[f + "late_starts"] = Double(p.lateStarts)
+        report.goal("\(n) hosts: start spread p99", target: "≤ 1 ms", measured: "\(fmt(s.percentile(99), 1)) µs (\(s.count) of \(plays) plays)",
+                    met: s.percentile(99) <= 1000 && s.count == plays)
+        report.goal("\(n) hosts: command reaches all p99", target: "< 30 ms", measured: "\(fmt(r.percentile(99), 2)) ms (\(r.count) of \(p.commands) commands)",
+                    met: r.percentile(99) < 30 && p.missed == 0)
+        row["start spread p50 us"] = fmt(s.median, 1)
+        row["start spread p99 us"] = fmt(s.percentile(99), 1)
+        row["start spread max us"] = fmt(s.max, 1)
+        row["reach p50 ms"] = fmt(r.median, 2)
+        row["reach p99 ms"] = fmt(r.percentile(99), 2)
+        row["reach max ms"] = fmt(r.max, 2)
+        row["missed"] = "\(p.missed)/\(p.commands)"
+        row["late starts"] = "\(p.lateStarts)/\(p.starts)"
+        return row
     }
 
     /// The pid `tools/lab` recorded for process `name` on host `h` (first field of NAME.pid).

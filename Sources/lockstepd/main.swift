@@ -54,6 +54,9 @@ struct LockstepDaemon: AsyncParsableCommand {
     @Option(name: .customLong("peer-timeout"), help: "Seconds without an answer after which a peer is lost (0.1...3600).")
     var peerTimeout: String?
 
+    @Option(name: .customLong("full-mesh-up-to"), help: "Up to this many peers every peer's clock is measured; above, each agent measures a grid's row and column and reaches the rest in two hops (0...64, default 8; give every agent the same value).")
+    var fullMeshUpTo: String?
+
     @Option(name: .customLong("waiting-reasons"), help: "Suspension reasons that make the group wait instead of playing on, comma-separated (e.g. interstitial,user-action-required). Give every agent the same list.")
     var waitingReasons: String?
 
@@ -96,6 +99,7 @@ struct LockstepDaemon: AsyncParsableCommand {
         o.peers = peers
         o.noMDNS = noMDNS
         o.peerTimeout = peerTimeout
+        o.fullMeshUpTo = fullMeshUpTo
         o.waitingReasons = waitingReasons
         o.waitTimeout = waitTimeout
         o.simClockOffset = simClockOffset

@@ -24,10 +24,12 @@ struct DaemonOptionsTests {
         var env = Self.env
         env["LOCKSTEP_NAME"] = "kitchen"
         env["LOCKSTEP_PEER_TIMEOUT"] = "1.5"
+        env["LOCKSTEP_FULL_MESH_UP_TO"] = "20"
         env["LOCKSTEP_PEER"] = "10.0.0.2:4000, 10.0.0.3:4000"
         let (config, level) = try o.configuration(environment: env)
         #expect(config.name == "den")
         #expect(config.peerTimeout == .milliseconds(1_500))
+        #expect(config.fullMeshUpTo == 20)
         #expect(config.staticPeers == ["10.0.0.2:4000", "10.0.0.3:4000"])
         #expect(config.socketPath == "/tmp/x.sock" && config.stateDirectory == "/tmp/x-state")
         #expect(level == .info)
@@ -35,6 +37,7 @@ struct DaemonOptionsTests {
 
     @Test("out-of-range numbers are refused, naming the option and its range", arguments: [
         ("peerTimeout", "1e300"), ("peerTimeout", "0"), ("waitTimeout", "-1"), ("simClockOffset", "1e18"), ("simClockSkew", "5000"), ("port", "70000"),
+        ("fullMeshUpTo", "65"), ("fullMeshUpTo", "-1"), ("fullMeshUpTo", "9e99"),
     ])
     func ranges(_ field: String, _ value: String) {
         var o = DaemonOptions()
@@ -43,6 +46,7 @@ struct DaemonOptionsTests {
         case "waitTimeout": o.waitTimeout = value
         case "simClockOffset": o.simClockOffset = value
         case "simClockSkew": o.simClockSkew = value
+        case "fullMeshUpTo": o.fullMeshUpTo = value
         default: o.port = value
         }
         let message = Self.refusal(o)

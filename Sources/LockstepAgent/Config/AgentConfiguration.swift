@@ -23,6 +23,9 @@ public struct AgentConfiguration: Sendable {
     public var staticPeers: [String] = []
     /// A peer that has not answered for this long is lost.
     public var peerTimeout: TimeSpan = .seconds(3)
+    /// Up to this many peers every peer's clock is measured; above, a grid's row and column
+    /// (``ClockNeighbours``). Give every agent of a group the same value.
+    public var fullMeshUpTo: Int = ClockNeighbours().denseUpTo
     /// Suspension reasons that make the group wait instead of playing on (give every agent the same set).
     public var waitingReasons: Set<String> = []
     /// A group waiting for its participants to be ready starts anyway after this long.

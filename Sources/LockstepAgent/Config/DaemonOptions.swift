@@ -24,6 +24,7 @@ public struct DaemonOptions: Sendable {
     public var peers: [String] = []
     public var noMDNS = false
     public var peerTimeout: String?
+    public var fullMeshUpTo: String?
     public var waitingReasons: String?
     public var waitTimeout: String?
     public var simClockOffset: String?
@@ -54,6 +55,8 @@ public struct DaemonOptions: Sendable {
     public enum Ranges {
         /// `--peer-timeout`, seconds: longer than nothing, shorter than an hour.
         public static let peerTimeoutSeconds: ClosedRange<Double> = 0.1...3600
+        /// `--full-mesh-up-to`, peers: 0 (always the grid) up to as many as a group can have.
+        public static let fullMeshPeers: ClosedRange<Int> = 0...Membership.Configuration().maxPeers
         /// `--wait-timeout`, seconds.
         public static let waitTimeoutSeconds: ClosedRange<Double> = 0...3600
         /// `--sim-clock-offset`, seconds (test hook).
@@ -107,6 +110,12 @@ public struct DaemonOptions: Sendable {
         config.mdns = !(noMDNS || ["1", "true", "yes"].contains(env["LOCKSTEP_NO_MDNS"]?.lowercased() ?? ""))
         if let s = try seconds(setting(peerTimeout, "PEER_TIMEOUT"), "--peer-timeout", within: Ranges.peerTimeoutSeconds) {
             config.peerTimeout = TimeSpan(seconds: s)
+        }
+        if let text = setting(fullMeshUpTo, "FULL_MESH_UP_TO") {
+            guard let n = Int(text), Ranges.fullMeshPeers.contains(n) else {
+                throw Invalid(description: "--full-mesh-up-to must be a number of peers within \(Ranges.fullMeshPeers.lowerBound)...\(Ranges.fullMeshPeers.upperBound), not '\(text.prefix(32))'")
+            }
+            config.fullMeshUpTo = n
         }
         if let text = setting(waitingReasons, "WAITING_REASONS") {
             let reasons = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

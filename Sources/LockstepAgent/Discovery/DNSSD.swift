@@ -74,8 +74,11 @@ public enum DiscoveryEvent: Sendable, Hashable {
 /// `DNSServiceResolve` on that interface gives the SRV target, port and TXT record; then
 /// `DNSServiceQueryRecord` for A and AAAA of the target on that interface gives the addresses
 /// (avahi's compat layer has no `DNSServiceGetAddrInfo`). Resolves and queries keep running,
-/// so TXT and address changes are reported; at most `maxTrackedServices` instances are resolved
-/// at once, the others wait for a free slot (see ``DNSSDTracker``).
+/// so TXT and address changes are reported, until the instance's peer is reachable
+/// (``settle(_:)``): then they are closed, and opened again when the browse reports the
+/// instance again, when it is withdrawn and comes back, or when its peer is lost or restarts
+/// (``refresh(_:)``). At most `maxTrackedServices` instances are resolved at once, the others
+/// wait for a free slot (see ``DNSSDTracker``, which also states the bound on open refs).
 ///
 /// Our own service is reported too, like any other, typically twice: on `lo` (127.0.0.1,
 /// ::1) and on each LAN interface. It is deliberately not filtered here: the caller knows its
@@ -198,25 +201,44 @@ public final class DNSSDDiscovery: Sendable {
     /// it is flushed from the cache (RFC 6762 cache-flush, 1 s) and only then reports the new one.
     public func updateTXT(_ txt: [String: String]) throws(TXTRecordError) {
         let bytes = try TXTRecord.encode(txt)
-        control.withLock { control in
-            if case .running(let mailbox, _) = control { mailbox.send(.updateTXT(bytes)) }
-        }
+        send(.updateTXT(bytes))
     }
 
     /// Group tags to take for ours besides the one in our TXT record (the group's tags of the
     /// days either side of today). Ignored unless started.
     public func recognise(groupTags: Set<String>) {
-        control.withLock { control in
-            if case .running(let mailbox, _) = control { mailbox.send(.recognise(groupTags)) }
-        }
+        send(.recognise(groupTags))
     }
 
     /// While a join looks for a device of the group it joins that has opened an invite, instances
     /// of another group are resolved rather than parked (an invite shows in the TXT record a
     /// second or two after it opens). Ignored unless started.
     public func seekInviters(_ on: Bool) {
+        send(.seekInviters(on))
+    }
+
+    /// The instances whose peer is reachable, all of them (each call replaces the last set):
+    /// once reported, their resolve and address queries are closed, and only the browse follows
+    /// them, so a reachable peer costs no `DNSServiceRef` (in avahi's compat layer, a thread and
+    /// a D-Bus connection each). An instance leaving the set is resolved again. Ignored unless
+    /// started.
+    public func settle(_ instances: Set<Membership.Sighting>) {
+        send(.settle(Self.keys(instances)))
+    }
+
+    /// Settled instances to resolve again now (their peer restarted: its port or addresses may
+    /// have changed); they are closed again once reported. Ignored unless started.
+    public func refresh(_ instances: Set<Membership.Sighting>) {
+        send(.refresh(Self.keys(instances)))
+    }
+
+    private static func keys(_ instances: Set<Membership.Sighting>) -> Set<DNSSDServiceKey> {
+        Set(instances.map { DNSSDServiceKey(name: $0.instance, interfaceIndex: $0.interfaceIndex) })
+    }
+
+    private func send(_ command: DNSSDMailbox.Command) {
         control.withLock { control in
-            if case .running(let mailbox, _) = control { mailbox.send(.seekInviters(on)) }
+            if case .running(let mailbox, _) = control { mailbox.send(command) }
         }
     }
 

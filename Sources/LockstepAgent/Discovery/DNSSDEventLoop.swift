@@ -166,6 +166,10 @@ final class DNSSDEventLoop {
                 pending += tracker.seekInviters(on)
             case .recognise(let tags):
                 pending += tracker.onRecognisedTags(tags)
+            case .settle(let keys):
+                pending += tracker.onSettled(keys)
+            case .refresh(let keys):
+                pending += tracker.onRefresh(keys)
             case .updateTXT(let bytes):
                 guard bytes != txt else { continue }
                 txt = bytes

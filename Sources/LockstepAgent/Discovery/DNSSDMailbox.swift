@@ -21,6 +21,10 @@ final class DNSSDMailbox: Sendable {
         /// While true, instances of another group are not parked (a join looks for a device of
         /// the group it joins that has opened an invite).
         case seekInviters(Bool)
+        /// Instances whose peer is reachable (``DNSSDTracker/onSettled(_:)``), all of them.
+        case settle(Set<DNSSDServiceKey>)
+        /// Instances to resolve again if dormant (``DNSSDTracker/onRefresh(_:)``).
+        case refresh(Set<DNSSDServiceKey>)
         case stop
     }
 

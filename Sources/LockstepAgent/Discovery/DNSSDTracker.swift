@@ -44,6 +44,20 @@ struct DNSSDHostKey: Hashable, Sendable, CustomStringConvertible {
 ///   group or protocol version (its TXT record): that one is *parked* until our own TXT changes
 ///   (``onOwnTXT(_:)``); and while instances wait, the slots are time-shared (``rotate()``),
 ///   so services that claim our group cannot hold every slot either.
+/// - Once an instance's peer is reachable (the agent says so: ``onSettled(_:)``) and the
+///   instance has been reported since its resolve started, its resolve and address queries are
+///   closed: it is *dormant*, and costs nothing but its share of the browse. It is resolved
+///   again when the browse reports it again (another add, or a remove that leaves it listed),
+///   when it leaves the settled set (its peer was lost), when the agent asks (``onRefresh(_:)``,
+///   a peer that restarted), and from scratch after a withdrawal. Meanwhile a change of its TXT
+///   record or addresses goes unseen: the agent follows a reachable peer that renumbers by the
+///   address its datagrams come from (a learned path in `Membership`).
+///
+/// The bound: whatever is browsed, at most `maxServices` resolves are open, each with at most
+/// one A and one AAAA query (shared per host), so with the browse and the registration the
+/// shell holds at most `2 + 3 × maxServices` `DNSServiceRef`s (74 with ``DNSSDDiscovery``'s
+/// default of 24), each a thread and a D-Bus connection in avahi's compat layer; once every
+/// peer is reachable and dormant, just the 2.
 ///
 /// Events: `serviceUpdated` is emitted once an instance is resolved and has at least one
 /// address, and again whenever that value changes; it is never emitted with no endpoints (if
@@ -78,6 +92,10 @@ struct DNSSDTracker {
         var parked = false
         /// The ``DNSSDTracker/rotate()`` round in which it last got its slot.
         var activatedIn = 0
+        /// Resolved to at least one address since it last got its slot.
+        var answered = false
+        /// Settled and answered: its slot was given up until something changes (see above).
+        var dormant = false
     }
 
     struct Host {
@@ -104,6 +122,9 @@ struct DNSSDTracker {
     private var round = 0
     /// A join is looking for inviting devices: nothing is parked (``seekInviters(_:)``).
     private(set) var seeking = false
+    /// Instances whose peer the agent holds reachable (``onSettled(_:)``): once answered, they
+    /// go dormant. Kept across ``reset()``: it is the agent's knowledge, not avahi's.
+    private(set) var settled: Set<DNSSDServiceKey> = []
 
     init(maxServices: Int) {
         precondition(maxServices > 0)
@@ -123,7 +144,7 @@ struct DNSSDTracker {
         if added {
             if services[key] != nil {
                 services[key]!.browseCount += 1
-                return []
+                return wake(key)
             }
             services[key] = Service(browseCount: 1, active: false)
             if activeCount < maxServices { return [activate(key)] }
@@ -134,7 +155,7 @@ struct DNSSDTracker {
         service.browseCount -= 1
         guard service.browseCount <= 0 else {
             services[key] = service
-            return []
+            return wake(key)
         }
         return remove(key)
     }
@@ -179,23 +200,52 @@ struct DNSSDTracker {
             let value = DiscoveredService(
                 instanceName: key.name, interfaceIndex: key.interfaceIndex, hostTarget: resolved.host.host,
                 txt: resolved.txt, endpoints: endpoints)
+            services[key]!.answered = true
             if value != service.lastEmitted {
                 services[key]!.lastEmitted = value
                 directives.append(.emit(.serviceUpdated(value)))
             }
+            if settled.contains(key) { directives += makeDormant(key) }
         }
         dirty.removeAll()
         return directives
     }
 
-    /// Forgets everything, without emitting anything: the shell calls this when it has torn
-    /// down all `DNSServiceRef`s (the daemon went away). See ``DNSSDDiscovery`` for why no
-    /// `serviceRemoved` follows.
+    /// Forgets everything but ``settled``, without emitting anything: the shell calls this when
+    /// it has torn down all `DNSServiceRef`s (the daemon went away). See ``DNSSDDiscovery`` for
+    /// why no `serviceRemoved` follows.
     mutating func reset() {
         services.removeAll()
         hosts.removeAll()
         waiting.removeAll()
         dirty.removeAll()
+    }
+
+    /// The instances whose peer the agent holds reachable, all of them (it replaces the last
+    /// set). Those answered since they got their slot go dormant now, those waiting for a slot
+    /// that were reported before go dormant without one, and the others once they are answered
+    /// (``flush()``); dormant instances no longer in the set are resolved again.
+    mutating func onSettled(_ keys: Set<DNSSDServiceKey>) -> [Directive] {
+        let left = settled.subtracting(keys)
+        settled = keys
+        var directives: [Directive] = []
+        for key in left.sorted() { directives += wake(key) }
+        for key in keys.sorted() {
+            guard let service = services[key], !service.dormant, !service.parked else { continue }
+            if service.active {
+                if service.answered { directives += makeDormant(key) }
+            } else if service.lastEmitted != nil {
+                waiting.removeAll { $0 == key }
+                services[key]!.dormant = true
+            }
+        }
+        return directives
+    }
+
+    /// Dormant instances among `keys` are resolved again (their peer restarted, so what was
+    /// resolved may be stale); they go dormant again once answered, if still settled.
+    mutating func onRefresh(_ keys: Set<DNSSDServiceKey>) -> [Directive] {
+        keys.sorted().flatMap { wake($0) }
     }
 
     /// Our own TXT record changed (or was first set): instances must match its group tag and
@@ -278,8 +328,31 @@ struct DNSSDTracker {
 
     private mutating func activate(_ key: DNSSDServiceKey) -> Directive {
         services[key]!.active = true
+        services[key]!.answered = false
         services[key]!.activatedIn = round
         return .startResolve(key)
+    }
+
+    /// Closes the resolve and address queries of `key` (settled and answered) and gives its slot
+    /// to the next waiting. What it last reported stands.
+    private mutating func makeDormant(_ key: DNSSDServiceKey) -> [Directive] {
+        var directives: [Directive] = [.stopResolve(key)]
+        if let host = services[key]!.resolved?.host { directives += release(host, by: key) }
+        services[key]!.active = false
+        services[key]!.dormant = true
+        services[key]!.resolved = nil
+        dirty.remove(key)
+        if !waiting.isEmpty { directives.append(activate(waiting.removeFirst())) }
+        return directives
+    }
+
+    /// Resolves `key` again if it is dormant (at once if a slot is free, else in turn).
+    private mutating func wake(_ key: DNSSDServiceKey) -> [Directive] {
+        guard services[key]?.dormant == true else { return [] }
+        services[key]!.dormant = false
+        if activeCount < maxServices { return [activate(key)] }
+        waiting.append(key)
+        return []
     }
 
     /// Stops resolving `key` (it is another group's), gives its slot to the next waiting, and

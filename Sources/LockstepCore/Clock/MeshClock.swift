@@ -46,7 +46,7 @@ public struct MeshClock: Sendable {
         public init(
             reportLifetime: TimeSpan = .seconds(10),
             maxReportsPerReporter: Int = 64,
-            maxUnknownTargets: Int = 16,
+            maxUnknownTargets: Int = 64,
             minAgreeingPaths: Int = 2
         ) {
             precondition(minAgreeingPaths >= 1)
@@ -82,6 +82,8 @@ public struct MeshClock: Sendable {
         public var worstClosureToleranceNs: Double?
         /// False when the mesh contradicts the estimate used and cannot say which link is wrong.
         public var trusted: Bool
+        /// How many two-hop paths the estimate averages (0: the direct one, 1: one path).
+        public var combinedPaths = 0
     }
 
     /// A two-hop path to a peer, brought onto the local clock.
@@ -168,6 +170,13 @@ public struct MeshClock: Sendable {
         return .stored
     }
 
+    /// This node no longer measures `peer` (``ClockNeighbours``): its direct estimate goes, and
+    /// with it its reports (they cannot be converted); reports about it stay, its paths.
+    public mutating func removeDirect(_ peer: PeerID) {
+        local[peer] = nil
+        reports[peer] = nil
+    }
+
     /// Forgets a peer: its direct estimate, its reports and the reports about it.
     public mutating func removePeer(_ peer: PeerID) {
         local[peer] = nil
@@ -217,13 +226,17 @@ public struct MeshClock: Sendable {
     public func resolved(peer: PeerID, at now: LocalTime) -> ResolvedOffset? {
         let paths = paths(to: peer, at: now)
         guard let direct = local[peer]?.rebased(to: now) else {
-            // Only two-hop paths: the best one, trusted if none contradicts it.
+            // Only two-hop paths (a peer this node does not measure): those that agree with the
+            // best one, combined; trusted if none contradicts it.
             guard let best = paths.min(by: { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs }) else { return nil }
-            let contradicted = paths.contains { !Self.agree(best.estimate, $0.estimate) }
-            return ResolvedOffset(
-                estimate: best.estimate, source: .via(best.via), pathCount: paths.count, disagreeingPaths: 0,
-                closureErrorNs: nil, worstClosureErrorNs: nil, worstClosureToleranceNs: nil, trusted: !contradicted
+            let agreeing = paths.filter { Self.agree(best.estimate, $0.estimate) }
+            var resolved = ResolvedOffset(
+                estimate: Self.combined(agreeing.map(\.estimate), best: best.estimate), source: .via(best.via), pathCount: paths.count,
+                disagreeingPaths: 0, closureErrorNs: nil, worstClosureErrorNs: nil, worstClosureToleranceNs: nil,
+                trusted: agreeing.count == paths.count
             )
+            resolved.combinedPaths = agreeing.count
+            return resolved
         }
         var resolved = ResolvedOffset(
             estimate: direct, source: .direct, pathCount: paths.count, disagreeingPaths: 0,
@@ -268,6 +281,28 @@ public struct MeshClock: Sendable {
             resolved.trusted = supporters >= Self.votes(dissenters)
         }
         return resolved
+    }
+
+    /// Estimates of one offset, all referenced at the same time, averaged with weights 1/bound²
+    /// (the offset, the skew, and the bounds and their growth). The bound stays honest: if every
+    /// estimate is within its bound bᵢ of the truth, their average with weights wᵢ (summing to 1)
+    /// is within Σ wᵢ bᵢ, at any time (each is a line). Independent paths' errors partly cancel,
+    /// so the average is usually closer than the bound says. The rest is `best`'s.
+    static func combined(_ estimates: [ClockEstimate], best: ClockEstimate) -> ClockEstimate {
+        guard estimates.count > 1 else { return best }
+        let raw = estimates.map { 1 / max($0.errorBoundNs * $0.errorBoundNs, 1) }
+        let total = raw.reduce(0, +)
+        func mean(_ value: (ClockEstimate) -> Double) -> Double {
+            zip(estimates, raw).reduce(0) { $0 + value($1.0) * $1.1 / total }
+        }
+        var out = best
+        out.offsetNs = mean(\.offsetNs)
+        out.skewPPM = mean(\.skewPPM)
+        out.errorBoundNs = mean(\.errorBoundNs)
+        out.errorGrowthPPM = mean(\.errorGrowthPPM)
+        out.hardBoundNs = mean(\.hardBoundNs)
+        out.hardGrowthPPM = mean(\.hardGrowthPPM)
+        return out
     }
 
     /// Two estimates of the same offset at the same reference time agree within their bounds.

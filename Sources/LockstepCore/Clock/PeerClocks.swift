@@ -22,6 +22,8 @@ public struct PeerClocks: Sendable {
         public var exchanges = ExchangeScheduler.Configuration()
         public var transmitStamps = TransmitStamps.Configuration()
         public var mesh = MeshClock.Configuration()
+        /// Which peers are measured directly: all of a small group, a row and a column of a large one.
+        public var neighbours = ClockNeighbours()
         /// How often direct clock estimates are gossiped to the peers, for closure checks: three
         /// times within the mesh's report lifetime (a report carries its bound's growth, so an
         /// older one is only wider, never dishonest).
@@ -133,7 +135,17 @@ public struct PeerClocks: Sendable {
     public let configuration: Configuration
     public private(set) var links: [PeerID: Link] = [:]
     public private(set) var mesh: MeshClock
+    /// Every peer heard from and not forgotten (reachable or lost): the devices the grid of
+    /// ``ClockNeighbours`` is laid over.
+    public private(set) var known: Set<PeerID> = []
+    /// The peers this node measures itself (``ClockNeighbours``); the others are reached through
+    /// their reports (two-hop paths in ``mesh``).
+    public private(set) var measured: Set<PeerID> = []
     private var nextReport: LocalTime?
+    /// Peers whose link just got its first estimate: they get this node's report at the next tick
+    /// rather than at the next round, so that a new neighbour has our paths at once (after the
+    /// grid moved, the peers it no longer measures are reached only through them).
+    private var reportSoon: Set<PeerID> = []
     private var ownStep: OwnClockStepDetector
     /// Directives found while handling a sample, given out by the next call that returns some.
     private var pending: [Directive] = []
@@ -147,21 +159,36 @@ public struct PeerClocks: Sendable {
 
     // MARK: - Peers
 
-    /// `peer` became reachable: exchanges start (with a burst) unless they already run.
+    /// `peer` became reachable: exchanges start (with a burst) if it is one this node measures,
+    /// unless they already run.
     public mutating func onPeerReachable(_ peer: PeerID, now: LocalTime) {
-        if links[peer] == nil { links[peer] = Link(now: now, configuration: configuration) }
+        guard peer != me else { return }
+        if known.insert(peer).inserted { updateMeasured() }
+        if measured.contains(peer), links[peer] == nil { links[peer] = Link(now: now, configuration: configuration) }
     }
 
     /// `peer` restarted: a new incarnation may run on a new clock epoch, so its estimate starts afresh.
     public mutating func onPeerRestarted(_ peer: PeerID, now: LocalTime) {
         mesh.removePeer(peer)
-        links[peer] = Link(now: now, configuration: configuration)
+        links[peer] = measured.contains(peer) ? Link(now: now, configuration: configuration) : nil
     }
 
     /// `peer` is forgotten.
     public mutating func onPeerForgotten(_ peer: PeerID) {
         links[peer] = nil
         mesh.removePeer(peer)
+        if known.remove(peer) != nil { updateMeasured() }
+    }
+
+    /// The grid moved (a device came or went for good): links to peers no longer measured end,
+    /// and their direct estimates leave the mesh, which reaches them through paths from now on
+    /// (reports about them are kept). Links to newly measured peers start on the next tick.
+    private mutating func updateMeasured() {
+        measured = configuration.neighbours.measured(by: me, among: known)
+        for peer in links.keys where !measured.contains(peer) {
+            links[peer] = nil
+            mesh.removeDirect(peer)
+        }
     }
 
     /// The local clock stepped (a test hook simulates this; a monotonic clock never does): every
@@ -309,16 +336,25 @@ public struct PeerClocks: Sendable {
 
     /// `reporter` gossips its direct estimates. Reports about this node, about earlier lives of
     /// their targets, and from reporters discovery does not vouch for are not kept.
+    ///
+    /// Returns the entries kept: each says its target, in that incarnation, answers the reporter
+    /// (a reporter reports only peers it can reach), which is how ``Membership`` knows the peers
+    /// this node does not measure are alive (``Membership/onVouched(_:incarnation:now:)``).
+    @discardableResult
     public mutating func onReport(
         _ report: ClockReport, from reporter: PeerID, route: Route?, incarnation: (PeerID) -> UInt64?, now: LocalTime
-    ) {
-        guard let route else { return }
+    ) -> [(peer: PeerID, incarnation: UInt64)] {
+        guard let route else { return [] }
         let info = MeshClock.Reporter(vetted: route.vetted, host: route.endpoint.host)
+        var kept: [(peer: PeerID, incarnation: UInt64)] = []
         for entry in report.entries where entry.peer != me {
             // A report about an earlier life of its target measured another clock epoch.
             if let known = incarnation(entry.peer), entry.incarnation < known { continue }
-            mesh.updateReport(from: reporter, info, target: entry.peer, estimate: entry.estimate, receivedAt: now)
+            if mesh.updateReport(from: reporter, info, target: entry.peer, estimate: entry.estimate, receivedAt: now) == .stored {
+                kept.append((entry.peer, entry.incarnation))
+            }
         }
+        return kept
     }
 
     /// A complete sample (its follow-up in, or not coming) goes to the estimator. The peer gets
@@ -335,6 +371,7 @@ public struct PeerClocks: Sendable {
         // residual is −Δ(1 + s). Through peers of different skews only −Δ agrees.
         let slope = (before.estimate(at: sample.t4)?.skewPPM ?? 0) * 1e-6
         let verdict = link.estimator.onSample(sample)
+        if before.estimate(at: sample.t4) == nil, link.estimator.estimate(at: sample.t4) != nil { reportSoon.insert(peer) }
         // (The scheduler restarts its burst itself on a step.)
         link.scheduler.onVerdict(verdict, at: sample.t4)
         var evidence: Double?
@@ -391,9 +428,10 @@ public struct PeerClocks: Sendable {
     /// reachable peers.
     public mutating func onTick(now: LocalTime, routes: [PeerID: Route]) -> [Directive] {
         var out: [Directive] = []
-        let slowest = slowestPoll(peers: routes.count)
-        for (peer, route) in routes.sorted(by: { $0.key < $1.key }) {
-            guard var link = links[peer] else { continue }
+        let slowest = slowestPoll(peers: routes.keys.count { measured.contains($0) })
+        for (peer, route) in routes.sorted(by: { $0.key < $1.key }) where measured.contains(peer) {
+            // (Newly measured after the grid moved: its exchanges start now, with a burst.)
+            var link = links[peer] ?? Link(now: now, configuration: configuration)
             link.scheduler.setSlowest(slowest)
             link.lost += UInt64(link.scheduler.expire(at: now).count)
             let late = link.stamps.expire(now: now)
@@ -414,8 +452,11 @@ public struct PeerClocks: Sendable {
         if nextReport.map({ now >= $0 }) ?? true {
             nextReport = now + configuration.reportInterval
             mesh.expire(at: now)
-            out += reports(routes: routes)
+            out += reports(routes: routes, to: measured)
+        } else if !reportSoon.isEmpty {
+            out += reports(routes: routes, to: reportSoon)
         }
+        reportSoon.removeAll()
         // Late follow-ups may have shown a step of our own clock.
         return takePending() + out
     }
@@ -428,8 +469,9 @@ public struct PeerClocks: Sendable {
         return max(base, min(configuration.keepAliveInterval, shared))
     }
 
-    /// This node's direct estimates, to every reachable peer, in datagram-sized pieces.
-    private func reports(routes: [PeerID: Route]) -> [Directive] {
+    /// This node's direct estimates, to the reachable peers of `recipients` (only peers it
+    /// measures can convert them: a report is on its reporter's clock), in datagram-sized pieces.
+    private func reports(routes: [PeerID: Route], to recipients: Set<PeerID>) -> [Directive] {
         let entries: [ClockReport.Entry] = mesh.directEstimates.compactMap { peer, estimate in
             guard let incarnation = routes[peer]?.incarnation else { return nil }
             return ClockReport.Entry(peer: peer, incarnation: incarnation, estimate: ReportedEstimate(reporting: estimate))
@@ -438,8 +480,10 @@ public struct PeerClocks: Sendable {
         var out: [Directive] = []
         for start in stride(from: 0, to: entries.count, by: PeerMessage.maxReportEntries) {
             let chunk = Array(entries[start..<min(start + PeerMessage.maxReportEntries, entries.count)])
-            for peer in routes.keys.sorted() {
-                out.append(.sendReport(ClockReport(entries: chunk.filter { $0.peer != peer }), to: peer))
+            for peer in routes.keys.sorted() where recipients.contains(peer) && measured.contains(peer) {
+                let about = chunk.filter { $0.peer != peer }
+                // (A report about no one but its recipient tells it nothing.)
+                if !about.isEmpty { out.append(.sendReport(ClockReport(entries: about), to: peer)) }
             }
         }
         return out
@@ -447,7 +491,7 @@ public struct PeerClocks: Sendable {
 
     /// When ``onTick(now:routes:)`` next has work for the peers in `routes`.
     public func nextDeadline(now: LocalTime, routes: [PeerID: Route]) -> LocalTime {
-        var next = nextReport ?? now
+        var next = reportSoon.isEmpty ? nextReport ?? now : now
         for peer in routes.keys {
             guard let link = links[peer] else { continue }
             next = min(next, link.scheduler.nextWakeup(at: now, estimate: link.estimator.estimate(at: now)))

@@ -19,6 +19,10 @@ public struct Membership: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Silent this long: lost.
         public var lostAfter: TimeSpan = .seconds(3)
+        /// A peer this node does not measure (see ``onIndirect(_:)``) is lost when neither heard
+        /// nor vouched for this long: two of the clock reports that vouch for it (every 3 s) may
+        /// go missing.
+        public var vouchedLostAfter: TimeSpan = .seconds(7)
         /// After DNS-SD withdraws the last sighting, wait this long for an answer before calling it lost.
         public var withdrawalGrace: TimeSpan = .milliseconds(400)
         /// A preferred path not heard on for this long gives way to another path heard more recently.
@@ -77,6 +81,9 @@ public struct Membership: Sendable {
         /// When `state` last changed.
         public var since: LocalTime
         public var lastHeard: LocalTime?
+        /// When a peer that measures it last reported it, in its current incarnation (its
+        /// liveness when this node does not measure it itself).
+        public var lastVouched: LocalTime?
         public var incarnation: UInt64?
         /// The highest incarnation heard in a datagram only the peer itself can seal (pairwise,
         /// or under a session): a member can put any incarnation on a group-key datagram.
@@ -112,6 +119,9 @@ public struct Membership: Sendable {
     /// Static endpoints whose peer is not known yet, and when each was last probed.
     public private(set) var unidentified: [Endpoint: LocalTime?] = [:]
     private var staticEndpoints: Set<Endpoint> = []
+    /// Peers this node does not exchange with regularly (a large group's clock mesh reaches them
+    /// in two hops): heard from seldom, kept alive by others' reports.
+    public private(set) var indirect: Set<PeerID> = []
 
     public init(me: PeerID, configuration: Configuration = .init()) {
         self.me = me
@@ -204,6 +214,29 @@ public struct Membership: Sendable {
         return events
     }
 
+    /// Which peers this node does not exchange with regularly: their liveness comes from the peers
+    /// that do (``onVouched(_:incarnation:now:)``), within ``Configuration/vouchedLostAfter``,
+    /// and their other paths are not probed.
+    public mutating func onIndirect(_ peers: Set<PeerID>) {
+        indirect = peers
+    }
+
+    /// A peer that measures `peer` reported it, in `incarnation`, as reachable (its clock report
+    /// names only peers it reaches). A lost peer comes back only when heard itself; an
+    /// incarnation other than the one known says nothing (a restart is learnt from the peer).
+    public mutating func onVouched(_ peer: PeerID, incarnation: UInt64, now: LocalTime) {
+        guard var p = peers[peer], p.state == .reachable, p.incarnation == incarnation else { return }
+        p.lastVouched = max(p.lastVouched ?? now, now)
+        peers[peer] = p
+    }
+
+    /// When a reachable `p` is lost unless heard (or vouched for) again.
+    private func silentAt(_ p: Peer) -> LocalTime? {
+        guard let heard = p.lastHeard else { return nil }
+        guard indirect.contains(p.id) else { return heard + configuration.lostAfter }
+        return max(heard, p.lastVouched ?? heard) + configuration.vouchedLostAfter
+    }
+
     /// The peer's `hello`: its own name (its introduction is complete).
     public mutating func onHello(_ peer: PeerID, name: String) -> [Event] {
         guard var p = peers[peer] else { return [] }
@@ -229,7 +262,7 @@ public struct Membership: Sendable {
         for id in peers.keys.sorted() {
             guard var p = peers[id] else { continue }
             if p.state == .reachable {
-                let silent = p.lastHeard.map { now - $0 >= configuration.lostAfter } ?? true
+                let silent = silentAt(p).map { now >= $0 } ?? true
                 let withdrawn = p.withdrawnDeadline.map { now >= $0 } ?? false
                 if silent || withdrawn {
                     p.withdrawnDeadline = nil
@@ -257,6 +290,7 @@ public struct Membership: Sendable {
             guard var p = peers[id] else { continue }
             p.since = now
             if p.lastHeard != nil { p.lastHeard = now }
+            if p.lastVouched != nil { p.lastVouched = now }
             if p.helloDue != nil { p.helloDue = now }
             p.withdrawnDeadline = p.withdrawnDeadline.map { _ in now + configuration.withdrawalGrace }
             p.withdrawnAt = p.withdrawnAt.map { _ in now }
@@ -319,7 +353,8 @@ public struct Membership: Sendable {
         switch p.state {
         case .reachable:
             if p.withdrawnDeadline != nil { return configuration.probeInterval }
-            return path.endpoint == p.preferred ? nil : configuration.alternateProbeInterval
+            // (A peer this node does not measure is seldom sent to: a failover path is not kept warm.)
+            return path.endpoint == p.preferred || indirect.contains(p.id) ? nil : configuration.alternateProbeInterval
         case .discovered, .resolved:
             guard p.lastHeard == nil else { return configuration.probeInterval }
             return configuration.strangers.probeInterval(usual: configuration.probeInterval, age: now - p.since)
@@ -339,7 +374,7 @@ public struct Membership: Sendable {
         for p in peers.values {
             switch p.state {
             case .reachable:
-                if let h = p.lastHeard { next = min(next, h + configuration.lostAfter) }
+                if let s = silentAt(p) { next = min(next, s) }
                 if let w = p.withdrawnDeadline { next = min(next, w) }
                 if let d = p.helloDue { next = min(next, d) }
             case .lost:

@@ -86,7 +86,11 @@ public struct Node: Sendable {
     public mutating func onMessage(
         _ message: PeerMessage, from sender: PeerID, incarnation: UInt64, proven: Bool = false, source: Endpoint, receivedAt: LocalTime, now: LocalTime
     ) -> [NodeDirective] {
-        var out = route(membership.onHeard(sender, incarnation: incarnation, proven: proven, from: source, now: receivedAt), now: now)
+        // Heard when handled, not when the kernel took it: an agent that fell seconds behind (a
+        // starved machine) would otherwise lose every peer again as soon as a datagram made it
+        // reachable, and the reachable-lost flapping, each time with a hello, digests and a clock
+        // burst, is more work still. Behind, it errs towards alive.
+        var out = route(membership.onHeard(sender, incarnation: incarnation, proven: proven, from: source, now: now), now: now)
         switch message {
         case .clockRequest(let exchange, let t1):
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
@@ -100,7 +104,9 @@ public struct Node: Sendable {
         case .clockReport where !proven, .goodbye where !proven:
             out.append(.dropped(.notProven, from: sender))
         case .clockReport(let report):
-            clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
+            let membership = membership
+            let vouched = clocks.onReport(report, from: sender, route: membership.route(of: sender), incarnation: { membership.peers[$0]?.incarnation }, now: now)
+            for entry in vouched { self.membership.onVouched(entry.peer, incarnation: entry.incarnation, now: now) }
         case .syncReport(let report):
             // Like participant records: only from peers membership holds, so the table stays bounded.
             guard membership.peers[sender] != nil else { break }
@@ -351,7 +357,15 @@ public struct Node: Sendable {
                 break
             }
         }
+        if !events.isEmpty { syncIndirect() }
         return out
+    }
+
+    /// Membership learns which peers the clock mesh reaches only in two hops: their liveness
+    /// comes from the reports of the peers that measure them.
+    private mutating func syncIndirect() {
+        let indirect = clocks.known.subtracting(clocks.measured)
+        if indirect != membership.indirect { membership.onIndirect(indirect) }
     }
 
     /// The group's members for replication: every known peer's current incarnation (a peer

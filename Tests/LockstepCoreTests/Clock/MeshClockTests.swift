@@ -130,6 +130,30 @@ struct MeshClockTests {
         #expect(r.trusted)
     }
 
+    @Test("a peer reached only through paths gets the agreeing paths averaged by 1/bound², with the bounds averaged alike; a contradicting path is left out and marks it untrusted")
+    func pathsCombined() {
+        let d = PeerID(high: 0, low: 0xD), e = PeerID(high: 0, low: 0xE)
+        var mesh = MeshClock(localID: Self.a)
+        for peer in [Self.b, Self.c, e] { mesh.updateLocal(peer: peer, estimate: Self.estimate(offset: 0, bound: 1_000)) }
+        let t = LocalTime(ns: 0)
+        // Through B: +3 µs ± 2 µs (1 + 1); through C: 0 ± 3 µs (1 + 2). Weights 1/4 and 1/9.
+        _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: d, estimate: Self.report(offset: 3_000, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: d, estimate: Self.report(offset: 0, bound: 2_000, at: 0), receivedAt: t)
+        var r = mesh.resolved(peer: d, at: t)!
+        let wb = (1.0 / 4e6) / (1.0 / 4e6 + 1.0 / 9e6), wc = 1 - wb
+        #expect(r.combinedPaths == 2)
+        #expect(r.source == .via(Self.b))
+        #expect(abs(r.estimate.offsetNs - 3_000 * wb) < 1e-6)
+        #expect(abs(r.estimate.errorBoundNs - (2_000 * wb + 3_000 * wc)) < 1e-6)
+        #expect(r.trusted)
+        // Through E: −20 µs ± 2 µs, contradicting B's path.
+        _ = mesh.updateReport(from: e, .init(vetted: true, host: "10.0.0.5"), target: d, estimate: Self.report(offset: -20_000, bound: 1_000, at: 0), receivedAt: t)
+        r = mesh.resolved(peer: d, at: t)!
+        #expect(r.pathCount == 3)
+        #expect(r.combinedPaths == 2, "B's and C's paths, not E's")
+        #expect(!r.trusted)
+    }
+
     @Test("reports about ourselves, from strangers, or over the caps are ignored; old ones expire")
     func reportHygiene() {
         var mesh = MeshClock(

@@ -14,9 +14,10 @@ struct PeerClocksTests {
     static let routes = [bob: PeerClocks.Route(endpoint: bobPath, incarnation: 7, vetted: true)]
 
     /// Clocks that measure `bob`, with one exchange sent at `t0` (returned: its exchange id).
-    static func measuring() -> (PeerClocks, UInt32) {
-        var c = PeerClocks(me: me)
+    static func measuring(_ configuration: PeerClocks.Configuration = .init(), alsoReachable: [PeerID] = []) -> (PeerClocks, UInt32) {
+        var c = PeerClocks(me: me, configuration: configuration)
         c.onPeerReachable(bob, now: t0)
+        for peer in alsoReachable { c.onPeerReachable(peer, now: t0) }
         guard case .sendRequest(let exchange, let to)? = c.onTick(now: t0, routes: routes).first else { return (c, 0) }
         precondition(to == bobPath)
         c.onRequestSent(exchange: exchange, to: bobPath, t1: t0)
@@ -145,12 +146,18 @@ struct PeerClocksTests {
         #expect(c.onTick(now: Self.t0 + .microseconds(51_250), routes: Self.routes).contains { if case .sendRequest = $0 { true } else { false } })
     }
 
+    /// A node with one sample of Bob (an estimate), Carol not yet reachable.
+    static func bobMeasured() -> PeerClocks {
+        var (c, exchange) = measuring()
+        _ = c.onReply(
+            from: bob, exchange: exchange, echo: t0.ns, t2: PeerTime(ns: t0.ns + 50), t3: PeerTime(ns: t0.ns + 60),
+            receivedAt: t0 + .microseconds(110), source: bobPath, now: t0 + .microseconds(110))
+        return c
+    }
+
     @Test("direct estimates are gossiped to every reachable peer every 3 seconds, each without the estimate of itself")
     func reports() {
-        var (c, exchange) = Self.measuring()
-        _ = c.onReply(
-            from: Self.bob, exchange: exchange, echo: Self.t0.ns, t2: PeerTime(ns: Self.t0.ns + 50), t3: PeerTime(ns: Self.t0.ns + 60),
-            receivedAt: Self.t0 + .microseconds(110), source: Self.bobPath, now: Self.t0 + .microseconds(110))
+        var c = Self.bobMeasured()
         var routes = Self.routes
         routes[Self.carol] = PeerClocks.Route(endpoint: Self.otherPath, incarnation: 3, vetted: true)
         c.onPeerReachable(Self.carol, now: Self.t0)
@@ -161,10 +168,36 @@ struct PeerClocksTests {
             if case .sendReport(let r, let to) = directive { return (r, to) }
             return nil
         }
-        #expect(reports.count == 2)
+        // (Bob's would be about no one but Bob: not sent.)
+        #expect(reports.count == 1)
         #expect(reports.first { $0.1 == Self.carol }?.0.entries.map(\.peer) == [Self.bob])
-        #expect(reports.first { $0.1 == Self.bob }?.0.entries.isEmpty == true)
         #expect(reports.first { $0.1 == Self.carol }?.0.entries.first?.incarnation == 7)
+    }
+
+    @Test("a link's first estimate brings its peer our report at the next tick, not at the next 3 s round")
+    func reportToNewNeighbour() throws {
+        var c = Self.bobMeasured()
+        var routes = Self.routes
+        routes[Self.carol] = PeerClocks.Route(endpoint: Self.otherPath, incarnation: 3, vetted: true)
+        let joined = Self.t0 + .milliseconds(500)
+        c.onPeerReachable(Self.carol, now: joined)
+        let asked = c.onTick(now: joined, routes: routes).compactMap { d -> UInt32? in
+            if case .sendRequest(let e, Self.otherPath) = d { return e }
+            return nil
+        }
+        let carolExchange = try #require(asked.first)
+        c.onRequestSent(exchange: carolExchange, to: Self.otherPath, t1: joined)
+        _ = c.onReply(
+            from: Self.carol, exchange: carolExchange, echo: joined.ns, t2: PeerTime(ns: joined.ns + 50), t3: PeerTime(ns: joined.ns + 60),
+            receivedAt: joined + .microseconds(110), source: Self.otherPath, now: joined + .microseconds(110))
+        #expect(c.nextDeadline(now: joined + .microseconds(120), routes: routes) == joined + .microseconds(120))
+        let d = c.onTick(now: joined + .microseconds(120), routes: routes)
+        let reports = d.compactMap { directive -> (ClockReport, PeerID)? in
+            if case .sendReport(let r, let to) = directive { return (r, to) }
+            return nil
+        }
+        #expect(reports.map(\.1) == [Self.carol])
+        #expect(reports.first?.0.entries.map(\.peer) == [Self.bob])
     }
 
     @Test("the slowest poll is 200 ms up to 5 peers, shares 28 requests a second beyond, and stops at the keep-alive")
@@ -180,9 +213,13 @@ struct PeerClocksTests {
 
     @Test("with 14 peers a steady, tight link is measured every 500 ms, not every 200 ms")
     func sharedBudgetApplied() {
-        var (c, exchange) = Self.measuring()
+        // (A full mesh of 15: the budget is shared among the peers measured.)
+        var configuration = PeerClocks.Configuration()
+        configuration.neighbours = ClockNeighbours(denseUpTo: 14)
+        let others = (0..<13).map { PeerID(high: 1, low: UInt64($0)) }
+        var (c, exchange) = Self.measuring(configuration, alsoReachable: others)
         var routes = Self.routes
-        for k in 0..<13 { routes[PeerID(high: 1, low: UInt64(k))] = PeerClocks.Route(endpoint: .v4(a: 10, b: 0, c: 1, d: UInt8(k), port: 4000), incarnation: 1, vetted: true) }
+        for (k, peer) in others.enumerated() { routes[peer] = PeerClocks.Route(endpoint: .v4(a: 10, b: 0, c: 1, d: UInt8(k), port: 4000), incarnation: 1, vetted: true) }
         var t = Self.t0
         var sent: [LocalTime] = []
         // Bob answers every request at once with a perfect clock for 20 s.

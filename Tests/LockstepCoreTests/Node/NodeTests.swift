@@ -34,6 +34,17 @@ struct NodeTests {
         #expect(tick.contains { if case .sendClockRequest(let x, Self.path) = $0 { x != 0 } else { false } })
     }
 
+    @Test("a datagram handled 5 s after it arrived (the agent fell behind) makes its sender reachable for lostAfter from then, not lost at the next tick")
+    func lateDatagramNoFlap() {
+        var m = Self.node()
+        let handled = Self.t0 + .seconds(5)
+        let e = m.onMessage(.hello(name: "bob", wantsReply: false), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: handled)
+        #expect(e.contains(.membership(.stateChanged(Self.bob, from: .discovered, to: .reachable))))
+        let tick = m.onTick(now: handled + .milliseconds(1))
+        #expect(!tick.contains(.membership(.stateChanged(Self.bob, from: .reachable, to: .lost))))
+        #expect(m.membership.isReachable(Self.bob))
+    }
+
     @Test("a peer whose hello has not come is asked for it, and again every second")
     func helloRetried() {
         var m = Self.node()
