@@ -3,6 +3,8 @@
 #include "lockstep_posix.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -192,3 +194,26 @@ int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns) {
     return -1;
 }
 #endif
+
+int lockstep_poll_ns(struct pollfd *fds, unsigned int count, int64_t timeout_ns) {
+#if defined(__linux__)
+    if (timeout_ns < 0) return ppoll(fds, count, NULL, NULL);
+    struct timespec timeout = {.tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000};
+    return ppoll(fds, count, &timeout, NULL);
+#else
+    if (timeout_ns < 0) return poll(fds, count, -1);
+    int64_t ms = (timeout_ns + 999999) / 1000000;
+    return poll(fds, count, ms > 2147483647 ? 2147483647 : (int)ms);
+#endif
+}
+
+void lockstep_name_thread(const char *name) {
+#if defined(__linux__)
+    char short_name[16];
+    strncpy(short_name, name, sizeof(short_name) - 1);
+    short_name[sizeof(short_name) - 1] = 0;
+    pthread_setname_np(pthread_self(), short_name);
+#elif defined(__APPLE__)
+    pthread_setname_np(name);
+#endif
+}

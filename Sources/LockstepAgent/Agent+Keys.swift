@@ -62,7 +62,7 @@ extension Agent {
             request.reply(GroupResetIdentityResult(previousFingerprint: identity.device.member.fingerprint, fingerprint: fresh.member.fingerprint, peerID: fresh.peerID.hex))
             // The reply goes out before the socket closes.
             let reset = identityResetContinuation
-            loop.scheduleTask(in: .milliseconds(200)) { reset.yield() }
+            loop.schedule(at: MonotonicClock.read() + 200 * Nanos.millisecond) { reset.yield() }
         case "group_remove":
             let r = try request.decode(GroupRemoveRequest.self)
             let found = keys.roster.find(r.device)

@@ -9,9 +9,10 @@ import NIOCore
 /// (``KeyRotation``). It turns datagrams, discovery events, player requests and the passing of
 /// time into their inputs, and carries out their directives: sending datagrams, telling players.
 ///
-/// Runs on one NIO event loop (its executor). Time comes from one injected ``HostClock``, read
-/// once per event; the one timer, scheduled on that loop for the earlier of the node's and the
-/// key rotation's deadlines, steps both. With ``Clock/manual(_:)`` the agent schedules no timer:
+/// Runs on one thread of its own, ``AgentLoop``: the actor's executor, which also reads the peer
+/// socket and keeps the timer, so that a datagram is handled with one wake-up. Time comes from
+/// one injected ``HostClock``, read once per event; the one timer, set for the earliest deadline
+/// of the node, the key rotation, pairing, sessions and measurements, steps them all. With ``Clock/manual(_:)`` the agent schedules no timer:
 /// a test moves the clock and calls ``tick()``, and nothing sleeps.
 public actor Agent: ClientHandler {
     /// Who this agent is, fixed for the life of the process.
@@ -61,8 +62,8 @@ public actor Agent: ClientHandler {
         }
     }
 
-    public nonisolated let loop: any EventLoop
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
+    nonisolated let loop: AgentLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
     let configuration: AgentConfiguration
     let identity: Identity
@@ -100,7 +101,7 @@ public actor Agent: ClientHandler {
     var transport: PeerTransport?
     var discovery: DNSSDDiscovery?
     var discoveryState = DiscoveryState.off
-    var timer: Scheduled<Void>?
+    var timer: AgentLoop.Timer?
     var timerDeadline = LocalTime.distantFuture
     /// Measurements (topics `clock` and `sync`) pushed to subscribers, about once a second.
     var measurements = MeasurementPush()
@@ -123,10 +124,10 @@ public actor Agent: ClientHandler {
         var topics: Set<Topic> = []
     }
 
-    public init(configuration: AgentConfiguration, identity: Identity, loop: any EventLoop, logger: Logger, clock: Clock = .system) {
+    public init(configuration: AgentConfiguration, identity: Identity, logger: Logger, clock: Clock = .system) {
         self.configuration = configuration
         self.identity = identity
-        self.loop = loop
+        self.loop = AgentLoop()
         self.logger = logger
         self.hostClock = clock.host
         if case .manual = clock { self.timerEnabled = false } else { self.timerEnabled = true }
@@ -184,18 +185,18 @@ public actor Agent: ClientHandler {
         if !configuration.impairments.isNone {
             logger.notice("impairing outgoing datagrams (test hook)", metadata: ["impair.all": "\(configuration.impairments.all)"])
         }
-        let inbound = transport.start()
-        tasks.append(Task { [weak self] in
-            for await event in inbound {
-                guard let self else { return }
-                switch event {
-                case .inbound(let datagram): await self.onInbound(datagram)
-                case .transmitted(let sent): await self.onTransmitted(sent)
-                case .undecryptable(let sender, let epochByte, let source): await self.onUndecryptable(sender, epochByte: epochByte, source: source)
-                case .pairing(let message, let source): await self.onPairing(message, from: source)
+        loop.watch(socket.descriptor) { [self] in
+            assumeIsolated { agent in
+                transport.drain { event in
+                    switch event {
+                    case .inbound(let datagram): agent.onInbound(datagram)
+                    case .transmitted(let sent): agent.onTransmitted(sent)
+                    case .undecryptable(let sender, let epochByte, let source): agent.onUndecryptable(sender, epochByte: epochByte, source: source)
+                    case .pairing(let message, let source): agent.onPairing(message, from: source)
+                    }
                 }
             }
-        })
+        }
         let now = now()
         for text in configuration.staticPeers { addStaticPeer(text, now: now) }
         if configuration.mdns { startDiscovery(port: socket.port) }
@@ -207,9 +208,10 @@ public actor Agent: ClientHandler {
         if let transport {
             for case .send(let message, let endpoint) in node.onShutdown() { transport.send(message, to: endpoint) }
         }
-        timer?.cancel()
+        if let timer { loop.cancel(timer) }
         timer = nil
         discovery?.stop()
+        loop.unwatch()
         transport?.stop()
         for t in tasks { t.cancel() }
         tasks = []
@@ -248,6 +250,7 @@ public actor Agent: ClientHandler {
                 break
             }
             execute(node.onMessage(d.message, from: d.sender, incarnation: d.incarnation, proven: proven, source: d.source, receivedAt: d.receivedAt, now: now), now: now)
+            if case .goodbye = d.message, proven { transport?.opener.departed(d.sender, incarnation: d.incarnation) }
         }
         rearm(now)
     }
@@ -292,11 +295,10 @@ public actor Agent: ClientHandler {
         if let m = measurements.nextDue { deadline = min(deadline, max(m, now)) }
         if let s = sessions.nextDeadline { deadline = min(deadline, max(s, now)) }
         if timer != nil && deadline >= timerDeadline { return }
-        timer?.cancel()
+        if let timer { loop.cancel(timer) }
         timerDeadline = deadline
-        let delay = TimeAmount.nanoseconds(max(0, hostTime(deadline).subtractingSaturating(hostTime(now))))
-        timer = loop.scheduleTask(in: delay) { [self] in
-            self.assumeIsolated { agent in
+        timer = loop.schedule(at: hostTime(deadline)) { [self] in
+            assumeIsolated { agent in
                 agent.timer = nil
                 agent.timerDeadline = .distantFuture
                 agent.step(agent.now())

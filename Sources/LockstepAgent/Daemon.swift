@@ -65,7 +65,7 @@ public struct AgentService: Service, CustomStringConvertible {
         let group = MultiThreadedEventLoopGroup.singleton
         var log = logger
         log[metadataKey: "peer.id"] = "\(identity.peerID.short)"
-        let agent = Agent(configuration: configuration, identity: identity, loop: group.next(), logger: log)
+        let agent = Agent(configuration: configuration, identity: identity, logger: log)
         log.info("lockstepd starting", metadata: [
             "agent.name": "\(identity.name)", "agent.version": "\(LockstepVersion.current)",
             "agent.incarnation": "\(identity.incarnation)", "group.name": "\(identity.group.name)",

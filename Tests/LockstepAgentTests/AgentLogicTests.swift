@@ -31,7 +31,7 @@ struct AgentLogicTests {
             try state.prepare()
             let identity = Agent.Identity(device: try state.deviceIdentity().identity, name: "den", incarnation: 1, group: try state.activeGroup(selecting: nil))
             agent = Agent(
-                configuration: config, identity: identity, loop: MultiThreadedEventLoopGroup.singleton.next(),
+                configuration: config, identity: identity,
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), clock: .manual(clock))
         }
 

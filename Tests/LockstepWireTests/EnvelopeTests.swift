@@ -126,6 +126,22 @@ struct EnvelopeTests {
         _ = try opener.open(real.seal([4]), hostNow: 11_100_000_000)
     }
 
+    @Test("a higher incarnation that said goodbye gives way to a lower one at once; another incarnation's goodbye changes nothing")
+    func lowerIncarnationAfterGoodbye() throws {
+        let opener = EnvelopeOpener(me: bob, keys: [key])
+        let high = EnvelopeSealer(sender: alice, incarnation: 1_000, key: key)
+        let real = EnvelopeSealer(sender: alice, incarnation: 10, key: key)
+        let captured = high.seal([1])
+        _ = try opener.open(captured, hostNow: 1_000_000_000)
+        opener.departed(alice, incarnation: 999)
+        #expect(throws: Envelope.Rejection.staleIncarnation) { try opener.open(real.seal([2]), hostNow: 1_100_000_000) }
+        opener.departed(alice, incarnation: 1_000)
+        #expect(throws: Envelope.Rejection.replayed) { try opener.open(captured, hostNow: 1_150_000_000) }
+        let (h, _) = try opener.open(real.seal([3]), hostNow: 1_200_000_000)
+        #expect(h.incarnation == 10)
+        _ = try opener.open(real.seal([4]), hostNow: 1_300_000_000)
+    }
+
     @Test("bad headers are named: not Lockstep, unknown version (versions 1 to 3 included), too short, from myself")
     func headers() {
         let opener = EnvelopeOpener(me: alice, keys: [key])

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -49,5 +50,12 @@ int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns);
 /// saw a restart call a callback of 0xff…ff (a freed block's fill). Call before any DNS-SD call.
 /// Returns 1 if set, 0 where avahi's headers are not available (Apple's systems).
 int lockstep_zero_avahi_allocations(void);
+
+/// poll(2) with a timeout in nanoseconds (ppoll on Linux; rounded up to milliseconds elsewhere);
+/// a negative timeout waits for ever.
+int lockstep_poll_ns(struct pollfd *fds, unsigned int count, int64_t timeout_ns);
+
+/// Names the calling thread (the first 15 bytes on Linux), for ps, top and perf.
+void lockstep_name_thread(const char *name);
 
 #endif

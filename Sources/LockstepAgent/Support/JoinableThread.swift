@@ -5,7 +5,8 @@ import Darwin
 #endif
 
 /// A POSIX thread running `body`, joined with `pthread_join`: the owner waits for it to end
-/// without polling (the DNS-SD loop and the peer socket's receive thread).
+/// without polling (the DNS-SD loop, a peer socket's receive thread), or detached (the agent's
+/// loop, which ends on its own).
 enum JoinableThread {
     private final class Body {
         let run: () -> Void
@@ -33,5 +34,10 @@ enum JoinableThread {
     /// Waits for `thread` to end.
     static func join(_ thread: pthread_t) {
         pthread_join(thread, nil)
+    }
+
+    /// Lets `thread` end on its own: no one joins it.
+    static func detach(_ thread: pthread_t) {
+        pthread_detach(thread)
     }
 }

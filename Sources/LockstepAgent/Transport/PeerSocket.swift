@@ -37,6 +37,8 @@ public final class PeerSocket: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let thread = Mutex<pthread_t?>(nil)
     private let txTimestamps: Atomic<Bool>
+    /// The receive buffer (the largest datagram) and the kernel's drop count last seen.
+    private let receiveBuffer = Mutex<(buffer: [UInt8], kernelDrops: UInt32)>(([UInt8](repeating: 0, count: 65536), 0))
 
     /// Binds `[::]:port` (IPv4 too), or `0.0.0.0:port` where IPv6 is unavailable. Port 0 picks one.
     public init(port: UInt16, receiveBufferBytes: Int32 = 4 << 20) throws {
@@ -165,9 +167,7 @@ public final class PeerSocket: Sendable {
         }
     }
 
-    private func receiveLoop(_ onDatagram: @Sendable (Datagram) -> Void, _ onTransmitted: @Sendable (UInt32, Int64) -> Void, _ onKernelDrops: @Sendable (UInt64) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        var kernelDrops: UInt32 = 0
+    private func receiveLoop(_ onDatagram: (Datagram) -> Void, _ onTransmitted: (UInt32, Int64) -> Void, _ onKernelDrops: (UInt64) -> Void) {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while !stopped.load(ordering: .relaxed) {
             fds[0].revents = 0
@@ -178,35 +178,45 @@ public final class PeerSocket: Sendable {
                 return
             }
             if fds[1].revents != 0 { return }
-            // Transmit timestamps first: they were queued before any reply to those datagrams.
-            if fds[0].revents & Int16(POLLERR) != 0 {
-                var key: UInt32 = 0
-                var txReal: Int64 = 0
-                while true {
-                    let got = lockstep_recv_tx_timestamp(fd, &key, &txReal)
-                    if got < 0 { break }
-                    if got == 1, let sent = Self.monotonic(fromKernelRealtime: txReal) { onTransmitted(key, sent) }
-                }
-            }
-            // Drain everything waiting before polling again.
+            drain(onDatagram: onDatagram, onTransmitted: onTransmitted, onKernelDrops: onKernelDrops)
+        }
+    }
+
+    /// The socket's descriptor, for a loop that polls it (``drain(onDatagram:onTransmitted:onKernelDrops:)``
+    /// when it is readable or has an error queued) instead of ``start(onDatagram:onTransmitted:onKernelDrops:)``.
+    var descriptor: Int32 { fd }
+
+    /// Reads everything waiting, without blocking: transmit timestamps first (they were queued
+    /// before any reply to those datagrams), then every datagram, each with its kernel receive time
+    /// (see ``start(onDatagram:onTransmitted:onKernelDrops:)`` for the callbacks). Call from one
+    /// thread at a time.
+    func drain(onDatagram: (Datagram) -> Void, onTransmitted: (UInt32, Int64) -> Void, onKernelDrops: (UInt64) -> Void) {
+        var key: UInt32 = 0
+        var txReal: Int64 = 0
+        while true {
+            let got = lockstep_recv_tx_timestamp(fd, &key, &txReal)
+            if got < 0 { break }
+            if got == 1, let sent = Self.monotonic(fromKernelRealtime: txReal) { onTransmitted(key, sent) }
+        }
+        receiveBuffer.withLock { state in
             while true {
                 var from = sockaddr_storage()
                 var fromLen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 var rxReal: Int64 = 0
                 var truncated: Int32 = 0
                 var drops: UInt32 = 0
-                let n = buffer.withUnsafeMutableBytes { raw in
+                let n = state.buffer.withUnsafeMutableBytes { raw in
                     lockstep_recv_timestamped(fd, raw.baseAddress, raw.count, &from, &fromLen, &rxReal, &drops, &truncated)
                 }
                 if n < 0 { break }
                 // The kernel's count only grows (wrapping at 2^32); none is attached before the first drop.
-                if drops != 0 && drops != kernelDrops {
-                    onKernelDrops(UInt64(drops &- kernelDrops))
-                    kernelDrops = drops
+                if drops != 0 && drops != state.kernelDrops {
+                    onKernelDrops(UInt64(drops &- state.kernelDrops))
+                    state.kernelDrops = drops
                 }
                 let received = Self.monotonic(fromKernelRealtime: rxReal) ?? MonotonicClock.read()
                 guard truncated == 0, let source = Self.endpoint(from: from) else { continue }
-                onDatagram(Datagram(bytes: Array(buffer[0..<n]), source: source, receivedAt: received))
+                onDatagram(Datagram(bytes: Array(state.buffer[0..<n]), source: source, receivedAt: received))
             }
         }
     }

@@ -8,8 +8,8 @@ import Synchronization
 /// Peer datagrams in and out: seals and opens envelopes, stamps clock-exchange times at the
 /// last moment, applies test impairments, and counts (and logs, rate-limited) everything it drops.
 ///
-/// Runs on the socket's receive thread: a datagram that fails any check never reaches the
-/// agent's core. Times handed in and out are on the agent's *device clock* (``DeviceClock``, the
+/// Runs on the agent's thread (``AgentLoop``), before the agent's code: a datagram that fails any
+/// check never reaches the agent's core. Times handed in and out are on the agent's *device clock* (``DeviceClock``, the
 /// core's ``LocalTime``), which is the host's monotonic clock unless a test simulates another.
 /// Send stamps are read from the injected ``HostClock`` (the real monotonic clock in production:
 /// a clock exchange measures real time); kernel receive and transmit times are the kernel's.
@@ -94,9 +94,6 @@ public final class PeerTransport: Sendable {
     /// Most messages waiting for a transmit time; older ones are forgotten first.
     static let maxAwaitingTransmit = 256
 
-    /// Inbound datagrams waiting for the agent at most; more are dropped and counted.
-    public static let inboundCapacity = 4096
-
     public init(
         socket: PeerSocket, sealer: EnvelopeSealer, opener: EnvelopeOpener, clock: DeviceClockSource, hostClock: any HostClock = MonotonicClock(),
         impairments: ImpairmentPlan, logger: Logger
@@ -121,84 +118,92 @@ public final class PeerTransport: Sendable {
     /// The device clock now.
     public func now() -> LocalTime { clock.current.device(fromHost: hostClock.now()) }
 
-    /// Starts receiving; authenticated datagrams and transmit times arrive on the returned stream.
-    public func start() -> AsyncStream<Event> {
-        let (stream, sink) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(Self.inboundCapacity))
-        socket.start(onDatagram: { [self] datagram in
-            if PairingMessage.isPairing(datagram.bytes) {
-                let second = datagram.receivedAt / 1_000_000_000
-                let allowed = pairingBudget.withLock { b -> Bool in
-                    if b.second != second { b = (second, 0) }
-                    b.used += 1
-                    return b.used <= Self.pairingPerSecond
-                }
-                guard allowed else { return drop("pairing_rate", "dropped a pairing datagram (more than \(Self.pairingPerSecond) a second)", from: datagram.source) }
-                do throws(DecodeError) {
-                    _ = sink.yield(.pairing(try PairingMessage.decode(datagram.bytes), source: datagram.source))
-                } catch {
-                    drop("pairing_malformed", "dropped a malformed pairing datagram", detail: "\(error)", from: datagram.source)
-                }
-                return
-            }
-            let opened: (header: Envelope.Header, plaintext: [UInt8])
-            do throws(Envelope.Rejection) {
-                opened = try opener.open(datagram.bytes, hostNow: datagram.receivedAt, wallClockMicros: Self.wallClockMicros())
-            } catch {
-                // Our own sender id: a path back to ourselves (a static peer naming this agent), or
-                // junk forged with our id; counted, not worth a warning.
-                let header = error == .unknownKeyEpoch || error == .authenticationFailed ? try? Envelope.header(of: datagram.bytes) : nil
-                if error == .fromSelf {
-                    count("dropped_from_self")
-                } else if let h = header, removed.withLock({ $0.contains(h.sender) }) {
-                    drop("removed_member", "dropped a datagram from a device removed from the group", from: datagram.source)
-                    return
-                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.pairEpochByte {
-                    // A pairwise datagram from a device not yet admitted: counted, not a key problem.
-                    count("dropped_no_pair_key")
-                    return
-                } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.sessionEpochByte {
-                    // A session this agent does not hold (it restarted: what was captured before
-                    // stays shut): counted, not warned about; a member's is reported below (the
-                    // offerer offers a new session).
-                    count("dropped_no_session")
-                } else {
-                    drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source)
-                }
-                if let h = header {
-                    let due = members.withLock { m -> Bool in
-                        guard let last = m[h.sender], datagram.receivedAt.subtractingSaturating(last) >= Self.undecryptableInterval else { return false }
-                        m[h.sender] = datagram.receivedAt
-                        return true
-                    }
-                    if due { _ = sink.yield(.undecryptable(sender: h.sender, epochByte: h.epochByte, source: datagram.source)) }
-                }
-                return
-            }
-            let message: PeerMessage
-            do throws(DecodeError) {
-                message = try PeerMessage.decode(opened.plaintext)
-            } catch {
-                if case .outOfRange = error {
-                    drop("out_of_range", "dropped a message with a number out of range", detail: "\(error)", from: datagram.source)
-                } else {
-                    drop("malformed", "dropped a malformed message", detail: "\(error)", from: datagram.source)
-                }
-                return
-            }
-            count("received")
-            var inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
-            inbound.sessionKey = opened.header.sessionKey
-            if case .dropped = sink.yield(.inbound(inbound)) {
-                drop("overloaded", "the agent is not keeping up; dropped a datagram", from: datagram.source)
-            }
-        }, onTransmitted: { [self] key, sentAt in
+    /// Reads what the socket has, without blocking (call it when the socket is readable or has an
+    /// error queued: ``AgentLoop/watch(_:_:)``), and hands `deliver` each authenticated datagram and
+    /// transmit time, in the order they happened. What fails a check is counted and dropped here.
+    /// Nothing queues between the socket and the agent: the kernel's receive buffer is the queue,
+    /// and what it drops is counted (`dropped_kernel_overflow`).
+    func drain(_ deliver: (Event) -> Void) {
+        socket.drain(onDatagram: { datagram in
+            if let event = event(for: datagram) { deliver(event) }
+        }, onTransmitted: { key, sentAt in
             guard let sent = awaitingTransmit.withLock({ $0.sent.removeValue(forKey: key) }) else { return }
             count("transmit_timestamps")
-            _ = sink.yield(.transmitted(Transmitted(message: sent.message, destination: sent.destination, sentAt: clock.current.device(fromHost: sentAt))))
-        }, onKernelDrops: { [self] more in
+            deliver(.transmitted(Transmitted(message: sent.message, destination: sent.destination, sentAt: clock.current.device(fromHost: sentAt))))
+        }, onKernelDrops: { more in
             drop("kernel_overflow", "the kernel dropped datagrams the agent did not read in time (receive buffer full)", count: more)
         })
-        return stream
+    }
+
+    /// What `datagram` is for the agent, or nil (dropped and counted).
+    private func event(for datagram: PeerSocket.Datagram) -> Event? {
+        if PairingMessage.isPairing(datagram.bytes) {
+            let second = datagram.receivedAt / 1_000_000_000
+            let allowed = pairingBudget.withLock { b -> Bool in
+                if b.second != second { b = (second, 0) }
+                b.used += 1
+                return b.used <= Self.pairingPerSecond
+            }
+            guard allowed else {
+                drop("pairing_rate", "dropped a pairing datagram (more than \(Self.pairingPerSecond) a second)", from: datagram.source)
+                return nil
+            }
+            do throws(DecodeError) {
+                return .pairing(try PairingMessage.decode(datagram.bytes), source: datagram.source)
+            } catch {
+                drop("pairing_malformed", "dropped a malformed pairing datagram", detail: "\(error)", from: datagram.source)
+                return nil
+            }
+        }
+        let opened: (header: Envelope.Header, plaintext: [UInt8])
+        do throws(Envelope.Rejection) {
+            opened = try opener.open(datagram.bytes, hostNow: datagram.receivedAt, wallClockMicros: Self.wallClockMicros())
+        } catch {
+            // Our own sender id: a path back to ourselves (a static peer naming this agent), or
+            // junk forged with our id; counted, not worth a warning.
+            let header = error == .unknownKeyEpoch || error == .authenticationFailed ? try? Envelope.header(of: datagram.bytes) : nil
+            if error == .fromSelf {
+                count("dropped_from_self")
+            } else if let h = header, removed.withLock({ $0.contains(h.sender) }) {
+                drop("removed_member", "dropped a datagram from a device removed from the group", from: datagram.source)
+                return nil
+            } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.pairEpochByte {
+                // A pairwise datagram from a device not yet admitted: counted, not a key problem.
+                count("dropped_no_pair_key")
+                return nil
+            } else if error == .unknownKeyEpoch, let h = header, h.epochByte == GroupKey.sessionEpochByte {
+                // A session this agent does not hold (it restarted: what was captured before
+                // stays shut): counted, not warned about; a member's is reported below (the
+                // offerer offers a new session).
+                count("dropped_no_session")
+            } else {
+                drop(error.counterName, "dropped a datagram", detail: "\(error)", from: datagram.source)
+            }
+            if let h = header {
+                let due = members.withLock { m -> Bool in
+                    guard let last = m[h.sender], datagram.receivedAt.subtractingSaturating(last) >= Self.undecryptableInterval else { return false }
+                    m[h.sender] = datagram.receivedAt
+                    return true
+                }
+                if due { return .undecryptable(sender: h.sender, epochByte: h.epochByte, source: datagram.source) }
+            }
+            return nil
+        }
+        let message: PeerMessage
+        do throws(DecodeError) {
+            message = try PeerMessage.decode(opened.plaintext)
+        } catch {
+            if case .outOfRange = error {
+                drop("out_of_range", "dropped a message with a number out of range", detail: "\(error)", from: datagram.source)
+            } else {
+                drop("malformed", "dropped a malformed message", detail: "\(error)", from: datagram.source)
+            }
+            return nil
+        }
+        count("received")
+        var inbound = Inbound(sender: opened.header.sender, incarnation: opened.header.incarnation, epochByte: opened.header.epochByte, message: message, source: datagram.source, receivedAt: clock.current.device(fromHost: datagram.receivedAt))
+        inbound.sessionKey = opened.header.sessionKey
+        return .inbound(inbound)
     }
 
     public func stop() {

@@ -249,6 +249,24 @@ public final class EnvelopeOpener: Sendable {
         self.state = Mutex(s)
     }
 
+    /// `sender` said goodbye in `incarnation`, in a datagram only it can seal: that incarnation
+    /// counts as silent from now on (see ``incarnationSilenceNs``), so a lower one that
+    /// authenticates is taken at once rather than 10 s later. (A device that copied another's
+    /// state runs a higher incarnation under its id; told to take a key of its own, it says
+    /// goodbye under the old one, and the original must not stay shut out meanwhile.) Its replay
+    /// window stays until a datagram of another incarnation replaces it, as after any silence.
+    public func departed(_ sender: PeerID, incarnation: UInt64) {
+        state.withLock { s in
+            Self.silence(sender, incarnation, in: &s.senders)
+            Self.silence(sender, incarnation, in: &s.boundSenders)
+        }
+    }
+
+    private static func silence(_ sender: PeerID, _ incarnation: UInt64, in senders: inout [PeerID: SenderState]) {
+        guard senders[sender]?.incarnation == incarnation else { return }
+        senders[sender]?.lastHeard = .min / 2
+    }
+
     /// Replaces the accepted keys (current and, after a rotation, previous). Replay windows are
     /// kept (a rotation must not let old datagrams in again); keys derived from the old set are not.
     public func accept(_ keys: [GroupKey]) {
