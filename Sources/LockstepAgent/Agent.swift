@@ -144,8 +144,9 @@ public actor Agent: ClientHandler {
         var nodeConfig = Node.Configuration()
         nodeConfig.membership.lostAfter = configuration.peerTimeout
         nodeConfig.clocks.neighbours = ClockNeighbours(denseUpTo: configuration.fullMeshUpTo)
-        // Replies are how a peer is heard: three exchanges within the peer timeout, however large the group.
-        nodeConfig.clocks.keepAliveInterval = min(.seconds(1), configuration.peerTimeout / Int64(3))
+        // Replies are how a peer is heard: three exchanges within the peer timeout, however steady.
+        let exchanges = nodeConfig.clocks.exchanges
+        nodeConfig.clocks.exchanges.maxInterval = max(exchanges.minInterval, min(exchanges.maxInterval, configuration.peerTimeout / Int64(3)))
         nodeConfig.coordinator.waitingReasons = Set(configuration.waitingReasons.map(SuspensionReason.init(text:)))
         nodeConfig.coordinator.waitTimeout = configuration.waitTimeout
         return Node(identity: .init(peer: identity.peerID, incarnation: identity.incarnation, name: identity.name), configuration: nodeConfig)

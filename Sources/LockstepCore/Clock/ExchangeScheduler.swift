@@ -8,25 +8,28 @@
 /// matches them to their request by exchange id *and* echoed `t1` (RFC 5905's origin check), so a
 /// stray, duplicated, replayed or forged reply is not mistaken for a sample.
 ///
-/// Rate:
+/// Rate, as chrony adapts its polling interval to how well it knows a source:
 /// - **Burst** for ``Configuration/burstDuration`` after a peer appears (or restarts, or its clock
 ///   steps): one exchange every ``Configuration/burstInterval``, so that an estimate is usable
 ///   after a few round trips and the skew is known within a second or two.
-/// - **Steady** afterwards: an interval between ``Configuration/minInterval`` and
-///   ``Configuration/maxInterval``. It shortens as the statistical bound half an interval ahead
-///   exceeds ``Configuration/targetBoundNs`` (a wide bound means jitter, a fast-growing one an
-///   uncertain skew), and by `1 + lossFactor × recent loss rate` (up to the last 32 exchanges).
-///   The owner may lengthen the slowest interval (``setSlowest(_:)``) so that a node with many
-///   peers shares a budget of requests among them; the formula is the same, only its ceiling moves.
-///
-/// An outlier (a possible clock step) asks for a quick second look: ``onVerdict(_:at:)``.
+/// - **Steady** afterwards: the interval starts at ``Configuration/minInterval`` and doubles
+///   after every ``Configuration/samplesPerDoubling`` samples in a row that the estimator took
+///   (an outlier starts over), up to the slowest the estimate allows: the bound may grow by at
+///   most ``Configuration/growthShare`` of ``Configuration/targetBoundNs`` within one interval
+///   (its growth rate is the skew's uncertainty and the clock's wander), and never past
+///   ``Configuration/maxInterval`` (a keep-alive: replies are how a peer is heard). A bound wider than the target half an interval ahead
+///   shortens the interval by their ratio, and recent losses by `1 + lossFactor × loss rate`.
+/// - **Speed-up** when an estimate goes wrong: an outlier (a possible clock step) asks for a
+///   second look at once (``onVerdict(_:at:)``) and starts the doubling over; a confirmed step
+///   or a restart starts a new burst.
 ///
 /// Loss: a request with no reply after ``Configuration/exchangeTimeout`` is lost. Requests never
 /// wait for each other, and at most ``Configuration/maxOutstanding`` are remembered (sending one
 /// more forgets the oldest, which counts as lost). A reply to a forgotten request is `.unknown`.
 ///
-/// Compared with NTP's poll process (RFC 5905 §13), the steady rate is far faster (seconds, not
-/// minutes) and adapts to the bound rather than to a clock discipline's time constant; chrony's
+/// Compared with NTP's poll process (RFC 5905 §13), the steady rate is far faster (a second, not
+/// minutes: microseconds need many samples, and replies keep peers alive) and adapts to the
+/// estimate's bound and its growth rather than to a clock discipline's time constant; chrony's
 /// `iburst` is the model for the burst.
 public struct ExchangeScheduler: Sendable {
     public struct Configuration: Sendable, Equatable {
@@ -34,17 +37,18 @@ public struct ExchangeScheduler: Sendable {
         public var burstInterval: TimeSpan
         /// Length of the burst after a peer appears.
         public var burstDuration: TimeSpan
-        /// Shortest steady interval (fastest rate).
+        /// Shortest steady interval (fastest rate), where the steady rate starts.
         public var minInterval: TimeSpan
-        /// Longest steady interval (slowest rate). 200 ms: with `clock_result`s one end of a pair
-        /// measures for both, so each link gets a sample per interval from one request. With one
-        /// end measuring at 250 ms the lab's clock p99 was 3.9–5.7 µs, against 3.5–4.1 µs when
-        /// each end measured for itself at 250 ms (`lockstep-bench clock`, 2026-11-25).
+        /// Longest steady interval (slowest rate): a peer is heard through its replies, so this
+        /// must stay well within `Membership`'s `lostAfter` (a keep-alive).
         public var maxInterval: TimeSpan
-        /// The bound at which the steady rate is at its slowest; wider bounds speed it up.
-        /// (15 µs, the widest bound a group must keep, was tried: on the lab's veth the clock's
-        /// p99 rose from 3.5–4.1 µs to 6.5 µs.)
+        /// The bound the link must keep: wider, the rate speeds up by their ratio.
         public var targetBoundNs: Double
+        /// How much of ``targetBoundNs`` the bound may grow by between two samples: the steady
+        /// interval is at most this over the bound's growth rate.
+        public var growthShare: Double
+        /// Samples the estimator takes in a row before the steady interval doubles.
+        public var samplesPerDoubling: Int
         /// How much recent losses speed the rate up: the interval is divided by `1 + lossFactor × lossRate`.
         public var lossFactor: Double
         /// A request with no reply after this long is lost.
@@ -56,18 +60,22 @@ public struct ExchangeScheduler: Sendable {
             burstInterval: TimeSpan = .milliseconds(25),
             burstDuration: TimeSpan = .milliseconds(1_500),
             minInterval: TimeSpan = .milliseconds(100),
-            maxInterval: TimeSpan = .milliseconds(200),
+            maxInterval: TimeSpan = .seconds(1),
             targetBoundNs: Double = 5_000,
+            growthShare: Double = 0.5,
+            samplesPerDoubling: Int = 4,
             lossFactor: Double = 4,
             exchangeTimeout: TimeSpan = .seconds(1),
             maxOutstanding: Int = 16
         ) {
-            precondition(minInterval > .zero && minInterval <= maxInterval && maxOutstanding >= 1)
+            precondition(minInterval > .zero && minInterval <= maxInterval && maxOutstanding >= 1 && samplesPerDoubling >= 1 && growthShare > 0)
             self.burstInterval = burstInterval
             self.burstDuration = burstDuration
             self.minInterval = minInterval
             self.maxInterval = maxInterval
             self.targetBoundNs = targetBoundNs
+            self.growthShare = growthShare
+            self.samplesPerDoubling = samplesPerDoubling
             self.lossFactor = lossFactor
             self.exchangeTimeout = exchangeTimeout
             self.maxOutstanding = maxOutstanding
@@ -95,9 +103,10 @@ public struct ExchangeScheduler: Sendable {
     }
 
     public let configuration: Configuration
-    /// The slowest steady interval now: ``Configuration/maxInterval`` unless the owner lengthened
-    /// it (``setSlowest(_:)``).
-    public private(set) var slowest: TimeSpan
+    /// How many times the steady interval has doubled from ``Configuration/minInterval``.
+    public private(set) var level = 0
+    /// Samples taken in a row since the last doubling.
+    private var takenInARow = 0
     /// Requests awaiting a reply, oldest first.
     private var outstanding: ContiguousArray<Outstanding>
     private var burstUntil: LocalTime
@@ -109,6 +118,8 @@ public struct ExchangeScheduler: Sendable {
     private var lastPeerExchange: LocalTime?
     /// How many of our intervals a peer's exchange holds our next request back.
     static let peerExchangeMargin = 1.25
+    /// Doublings past which the interval cannot grow anyway (2¹⁶ × 1 ms is over a minute).
+    static let maxLevel = 16
     /// A send wanted sooner than the rate says (after an outlier).
     private var probeAt: LocalTime?
     /// The last 32 outcomes, newest in bit 0: 1 = lost.
@@ -121,13 +132,6 @@ public struct ExchangeScheduler: Sendable {
         self.outstanding = []
         self.outstanding.reserveCapacity(configuration.maxOutstanding)
         self.burstUntil = appeared + configuration.burstDuration
-        self.slowest = configuration.maxInterval
-    }
-
-    /// Sets the slowest steady interval: never shorter than ``Configuration/maxInterval`` (a
-    /// shared budget only slows a peer down; the bound still speeds it up as before).
-    public mutating func setSlowest(_ interval: TimeSpan) {
-        slowest = max(interval, configuration.maxInterval)
     }
 
     /// Starts a new burst: the peer restarted or its clock stepped. Outstanding requests stay.
@@ -135,6 +139,13 @@ public struct ExchangeScheduler: Sendable {
         burstUntil = now + configuration.burstDuration
         lastSent = nil
         lastPeerExchange = nil
+        startOver()
+    }
+
+    /// The steady interval starts again from ``Configuration/minInterval``.
+    private mutating func startOver() {
+        level = 0
+        takenInARow = 0
     }
 
     /// Tells the scheduler what the estimator made of a reply. An outlier asks for a quick second
@@ -144,9 +155,17 @@ public struct ExchangeScheduler: Sendable {
         switch verdict {
         case .rejectedOutlier:
             probeAt = now + configuration.burstInterval
+            startOver()
         case .clockStepped:
             restartBurst(at: now)
-        case .accepted, .rejectedDelay, .rejectedInvalid:
+        case .accepted:
+            guard now >= burstUntil else { break }
+            takenInARow += 1
+            if takenInARow >= configuration.samplesPerDoubling, level < Self.maxLevel {
+                level += 1
+                takenInARow = 0
+            }
+        case .rejectedDelay, .rejectedInvalid:
             break
         }
     }
@@ -217,15 +236,20 @@ public struct ExchangeScheduler: Sendable {
 
     // MARK: - Timing
 
-    /// The interval between requests given the current estimate:
-    /// `slowest / max(1, bound half an interval ahead / targetBound) / (1 + lossFactor × lossRate)`,
-    /// no shorter than `minInterval`; the burst interval while bursting or without an estimate.
+    /// The interval between requests given the current estimate: `minInterval × 2^level`, no
+    /// longer than `maxInterval` nor than the time the bound takes to grow by `growthShare ×
+    /// targetBound`; shortened by `bound half an interval ahead / targetBound` when that exceeds 1
+    /// and by `1 + lossFactor × lossRate`; never below `minInterval`. The burst interval while
+    /// bursting or without an estimate.
     public func interval(at now: LocalTime, estimate: ClockEstimate?) -> TimeSpan {
         if now < burstUntil { return configuration.burstInterval }
         guard let estimate else { return configuration.burstInterval }
-        let ahead = now + slowest / 2
-        let need = estimate.errorBound(at: ahead) / configuration.targetBoundNs
-        var interval = Double(slowest.ns) / (need.isFinite ? max(1, need) : .infinity)
+        let growth = max(estimate.errorGrowthPPM, 0) * 1e-6
+        let byGrowth = growth > 0 ? configuration.growthShare * configuration.targetBoundNs / growth : .infinity
+        let byLevel = Double(configuration.minInterval.ns) * Double(1 << level)
+        var interval = min(Double(configuration.maxInterval.ns), byGrowth, byLevel)
+        let need = estimate.errorBound(at: now + TimeSpan(nanoseconds: interval / 2)) / configuration.targetBoundNs
+        interval /= need.isFinite ? max(1, need) : .infinity
         interval /= 1 + configuration.lossFactor * recentLossRate
         return TimeSpan(nanoseconds: max(Double(configuration.minInterval.ns), interval))
     }

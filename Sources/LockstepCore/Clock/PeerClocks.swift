@@ -28,15 +28,6 @@ public struct PeerClocks: Sendable {
         /// times within the mesh's report lifetime (a report carries its bound's growth, so an
         /// older one is only wider, never dishonest).
         public var reportInterval: TimeSpan = .seconds(3)
-        /// Clock requests a second this node may send over all its peers once their estimates are
-        /// steady. With more peers than this times ``ExchangeScheduler/Configuration/maxInterval``
-        /// allows, each peer's slowest poll grows to share the budget (``slowestPoll(peers:)``),
-        /// up to ``keepAliveInterval``; a wide bound still speeds a peer up as before. 28 keeps a
-        /// group of up to 6 at 200 ms and one of 8 at 250 ms.
-        public var steadyRequestsPerSecond: Double = 28
-        /// The slowest poll with any peer, however many: a peer is heard through its replies, so
-        /// this must stay well within `Membership`'s `lostAfter`.
-        public var keepAliveInterval: TimeSpan = .seconds(1)
         public var ownStep = OwnClockStepDetector.Configuration()
 
         public init() {}
@@ -428,11 +419,9 @@ public struct PeerClocks: Sendable {
     /// reachable peers.
     public mutating func onTick(now: LocalTime, routes: [PeerID: Route]) -> [Directive] {
         var out: [Directive] = []
-        let slowest = slowestPoll(peers: routes.keys.count { measured.contains($0) })
         for (peer, route) in routes.sorted(by: { $0.key < $1.key }) where measured.contains(peer) {
             // (Newly measured after the grid moved: its exchanges start now, with a burst.)
             var link = links[peer] ?? Link(now: now, configuration: configuration)
-            link.scheduler.setSlowest(slowest)
             link.lost += UInt64(link.scheduler.expire(at: now).count)
             let late = link.stamps.expire(now: now)
             links[peer] = link
@@ -459,14 +448,6 @@ public struct PeerClocks: Sendable {
         reportSoon.removeAll()
         // Late follow-ups may have shown a step of our own clock.
         return takePending() + out
-    }
-
-    /// The slowest poll per peer with `peers` reachable: the configured one, longer when the
-    /// request budget must be shared, never longer than the keep-alive.
-    public func slowestPoll(peers: Int) -> TimeSpan {
-        let base = configuration.exchanges.maxInterval
-        let shared = TimeSpan(nanoseconds: Double(peers) / max(configuration.steadyRequestsPerSecond, 1e-3) * 1e9)
-        return max(base, min(configuration.keepAliveInterval, shared))
     }
 
     /// This node's direct estimates, to the reachable peers of `recipients` (only peers it

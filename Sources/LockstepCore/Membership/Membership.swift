@@ -25,10 +25,16 @@ public struct Membership: Sendable {
         public var vouchedLostAfter: TimeSpan = .seconds(7)
         /// After DNS-SD withdraws the last sighting, wait this long for an answer before calling it lost.
         public var withdrawalGrace: TimeSpan = .milliseconds(400)
-        /// A preferred path not heard on for this long gives way to another path heard more recently.
-        public var pathFailover: TimeSpan = .seconds(1)
-        /// Non-preferred paths of a reachable peer are probed this often, so failover has somewhere to go.
-        public var alternateProbeInterval: TimeSpan = .seconds(2)
+        /// A preferred path not heard on for this long gives way to another path heard more
+        /// recently. Longer than a steady peer's silences (its clock exchanges come about every
+        /// 1–1.25 s), shorter than ``lostAfter``.
+        public var pathFailover: TimeSpan = .seconds(2)
+        /// Non-preferred paths of a reachable peer are probed this seldom while its preferred path
+        /// is heard (their addresses stay checked)…
+        public var alternateProbeInterval: TimeSpan = .seconds(10)
+        /// …and every ``probeInterval`` once the preferred path has been quiet this long, so that
+        /// failover has a path heard more recently to go to before ``pathFailover``.
+        public var pathQuiet: TimeSpan = .milliseconds(1_500)
         /// How often unreachable peers' and static endpoints' addresses are probed.
         public var probeInterval: TimeSpan = .milliseconds(500)
         /// How often lost peers are probed (a healed partition is noticed within this).
@@ -354,7 +360,10 @@ public struct Membership: Sendable {
         case .reachable:
             if p.withdrawnDeadline != nil { return configuration.probeInterval }
             // (A peer this node does not measure is seldom sent to: a failover path is not kept warm.)
-            return path.endpoint == p.preferred || indirect.contains(p.id) ? nil : configuration.alternateProbeInterval
+            guard path.endpoint != p.preferred, !indirect.contains(p.id) else { return nil }
+            let preferred = p.paths.first { $0.endpoint == p.preferred }
+            let quiet = preferred?.lastHeard.map { now - $0 >= configuration.pathQuiet } ?? true
+            return quiet ? configuration.probeInterval : configuration.alternateProbeInterval
         case .discovered, .resolved:
             guard p.lastHeard == nil else { return configuration.probeInterval }
             return configuration.strangers.probeInterval(usual: configuration.probeInterval, age: now - p.since)
@@ -377,6 +386,10 @@ public struct Membership: Sendable {
                 if let s = silentAt(p) { next = min(next, s) }
                 if let w = p.withdrawnDeadline { next = min(next, w) }
                 if let d = p.helloDue { next = min(next, d) }
+                // Alternates are probed once the preferred path is quiet, and may take over later.
+                if p.paths.count > 1, let heard = p.paths.first(where: { $0.endpoint == p.preferred })?.lastHeard {
+                    for t in [heard + configuration.pathQuiet, heard + configuration.pathFailover] where t > now { next = min(next, t) }
+                }
             case .lost:
                 next = min(next, p.since + configuration.forgetAfter)
                 if let w = p.withdrawnDeadline { next = min(next, w) }

@@ -32,28 +32,74 @@ struct ExchangeSchedulerTests {
         #expect(!s.isBursting(at: start + ms(1_500)))
     }
 
-    @Test("a lengthened slowest interval slows a tight estimate down, a wide bound still speeds it up, and it never goes below the configured one")
-    func sharedSlowest() {
-        var s = scheduler()
-        let t = start + .seconds(10)
-        s.setSlowest(ms(1_000))
-        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(1_000))
-        #expect(s.interval(at: t, estimate: estimate(bound: 500_000, at: t)) == ms(100))
-        #expect(s.interval(at: t, estimate: estimate(bound: 10_000, at: t)) == ms(500))
-        s.setSlowest(ms(50))
-        #expect(s.slowest == ms(200))
-        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(200))
-        #expect(s.interval(at: start, estimate: estimate(bound: 2_000, at: start)) == ms(25), "the burst is not slowed")
+    func estimate(bound: Double, growthPPM: Double, at t: LocalTime) -> ClockEstimate {
+        ClockEstimate(reference: t, offsetNs: 0, errorBoundNs: bound, errorGrowthPPM: growthPPM, hardBoundNs: 50_000, delay: .microseconds(40), sampleCount: 100)
     }
 
-    @Test("after the burst the rate follows the bound: 10/s when wide, 5/s when tight")
-    func adaptiveRate() {
-        let s = scheduler()
-        let t = start + .seconds(10)
-        #expect(s.interval(at: t, estimate: estimate(bound: 500_000, at: t)) == ms(100))
-        #expect(s.interval(at: t, estimate: estimate(bound: 2_000, at: t)) == ms(200))
-        #expect(s.interval(at: t, estimate: estimate(bound: 8_000, at: t)) == ms(125))
+    /// `n` samples taken at `every` from `t` on; returns when the last was taken.
+    func take(_ n: Int, _ s: inout ExchangeScheduler, from t: LocalTime, every: TimeSpan) -> LocalTime {
+        var now = t
+        for _ in 0..<n {
+            now = now + every
+            s.onVerdict(.accepted, at: now)
+        }
+        return now
+    }
+
+    @Test("steady after the burst: 100 ms at first, doubling after every 4 samples taken, up to the 1 s keep-alive")
+    func slowsWhenSteady() {
+        var s = scheduler()
+        var t = start + .seconds(2)
+        let tight = { (t: LocalTime) in self.estimate(bound: 1_000, growthPPM: 0.1, at: t) }
+        #expect(s.interval(at: t, estimate: tight(t)) == ms(100))
+        var seen: [TimeSpan] = []
+        for _ in 0..<6 {
+            t = take(4, &s, from: t, every: s.interval(at: t, estimate: tight(t)))
+            seen.append(s.interval(at: t, estimate: tight(t)))
+        }
+        #expect(seen == [ms(200), ms(400), ms(800), ms(1_000), ms(1_000), ms(1_000)])
+        // Samples taken during the burst do not count.
+        var b = scheduler()
+        _ = take(40, &b, from: start, every: ms(25))
+        #expect(b.level == 0)
+    }
+
+    @Test("the steady interval is as long as the bound's growth allows: it may grow by half the 5 µs target within one interval")
+    func derivedFromGrowth() {
+        var s = scheduler()
+        let t = take(40, &s, from: start + .seconds(2), every: ms(100))
+        #expect(s.interval(at: t, estimate: estimate(bound: 1_000, growthPPM: 0.1, at: t)) == ms(1_000), "0.1 µs/s: 25 s, capped")
+        #expect(s.interval(at: t, estimate: estimate(bound: 1_000, growthPPM: 5, at: t)) == ms(500), "5 µs/s: 2.5 µs in 500 ms")
+        #expect(s.interval(at: t, estimate: estimate(bound: 1_000, growthPPM: 100, at: t)) == ms(100), "never below the fastest steady rate")
+    }
+
+    @Test("a bound wider than the target speeds the rate up by their ratio")
+    func wideBoundSpeedsUp() {
+        var s = scheduler()
+        let t = take(40, &s, from: start + .seconds(2), every: ms(100))
+        #expect(s.interval(at: t, estimate: estimate(bound: 10_000, growthPPM: 0, at: t)) == ms(500))
+        #expect(s.interval(at: t, estimate: estimate(bound: 500_000, growthPPM: 0, at: t)) == ms(100))
         #expect(s.interval(at: t, estimate: nil) == ms(25))
+    }
+
+    @Test("fast again when an estimate goes wrong: an outlier starts the doubling over, a clock step or a restart starts a burst")
+    func speedsUpAfterTrouble() {
+        var s = scheduler()
+        var t = take(40, &s, from: start + .seconds(2), every: ms(100))
+        let tight = estimate(bound: 1_000, growthPPM: 0.1, at: t)
+        #expect(s.interval(at: t, estimate: tight) == ms(1_000))
+        s.onVerdict(.rejectedOutlier(residualNs: 5e6), at: t)
+        #expect(s.interval(at: t, estimate: tight) == ms(100))
+        t = take(40, &s, from: t, every: ms(100))
+        #expect(s.interval(at: t, estimate: tight) == ms(1_000))
+        s.onVerdict(.clockStepped(byNs: 5e6), at: t)
+        #expect(s.interval(at: t, estimate: tight) == ms(25))
+        #expect(s.interval(at: t + ms(1_500), estimate: tight) == ms(100))
+        t = take(40, &s, from: t + ms(1_500), every: ms(100))
+        #expect(s.interval(at: t, estimate: tight) == ms(1_000))
+        s.restartBurst(at: t)
+        #expect(s.interval(at: t, estimate: tight) == ms(25))
+        #expect(s.interval(at: t + ms(1_500), estimate: tight) == ms(100))
     }
 
     @Test("replies are matched to their request by id and echoed t1; strays and late replies are unknown")
@@ -115,11 +161,11 @@ struct ExchangeSchedulerTests {
         let t = start + .seconds(10)
         let tight = estimate(bound: 2_000, at: t)
         send(&s, 1, at: t)
-        #expect(s.nextSendTime(at: t, estimate: tight) == t + ms(200))
+        #expect(s.nextSendTime(at: t, estimate: tight) == t + ms(100))
         s.onVerdict(.rejectedOutlier(residualNs: 5e6), at: t + ms(1))
         #expect(s.nextSendTime(at: t + ms(1), estimate: tight) == t + ms(26))
         send(&s, 2, at: t + ms(26))
-        #expect(s.nextSendTime(at: t + ms(26), estimate: tight) == t + ms(226))
+        #expect(s.nextSendTime(at: t + ms(26), estimate: tight) == t + ms(126))
         s.onVerdict(.clockStepped(byNs: 5e6), at: t + ms(30))
         #expect(s.isBursting(at: t + ms(30)))
         #expect(s.shouldSend(at: t + ms(30), estimate: tight))

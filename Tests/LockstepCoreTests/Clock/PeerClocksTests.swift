@@ -200,47 +200,39 @@ struct PeerClocksTests {
         #expect(reports.first?.0.entries.map(\.peer) == [Self.bob])
     }
 
-    @Test("the slowest poll is 200 ms up to 5 peers, shares 28 requests a second beyond, and stops at the keep-alive")
-    func sharedBudget() {
-        let c = PeerClocks(me: Self.me)
-        #expect(c.slowestPoll(peers: 1) == .milliseconds(200))
-        #expect(c.slowestPoll(peers: 5) == .milliseconds(200))
-        #expect(c.slowestPoll(peers: 7) == .milliseconds(250))
-        #expect(c.slowestPoll(peers: 14) == .milliseconds(500))
-        #expect(c.slowestPoll(peers: 28) == .seconds(1))
-        #expect(c.slowestPoll(peers: 63) == .seconds(1))
-    }
-
-    @Test("with 14 peers a steady, tight link is measured every 500 ms, not every 200 ms")
-    func sharedBudgetApplied() {
-        // (A full mesh of 15: the budget is shared among the peers measured.)
-        var configuration = PeerClocks.Configuration()
-        configuration.neighbours = ClockNeighbours(denseUpTo: 14)
-        let others = (0..<13).map { PeerID(high: 1, low: UInt64($0)) }
-        var (c, exchange) = Self.measuring(configuration, alsoReachable: others)
-        var routes = Self.routes
-        for (k, peer) in others.enumerated() { routes[peer] = PeerClocks.Route(endpoint: .v4(a: 10, b: 0, c: 1, d: UInt8(k), port: 4000), incarnation: 1, vetted: true) }
+    @Test("a steady, tight link slows to one request a second; after the peer restarts it is measured every 25 ms again")
+    func adaptiveRateInTheNode() {
+        var (c, exchange) = Self.measuring()
         var t = Self.t0
         var sent: [LocalTime] = []
-        // Bob answers every request at once with a perfect clock for 20 s.
-        while t < Self.t0 + .seconds(20) {
-            t = t + .milliseconds(5)
-            _ = c.onReply(
-                from: Self.bob, exchange: exchange, echo: sent.last?.ns ?? Self.t0.ns, t2: PeerTime(ns: (sent.last ?? Self.t0).ns + 20_000),
-                t3: PeerTime(ns: (sent.last ?? Self.t0).ns + 30_000), receivedAt: (sent.last ?? Self.t0) + .microseconds(50),
-                source: Self.bobPath, now: t)
-            for d in c.onTick(now: t, routes: routes) {
-                if case .sendRequest(let e, let to) = d, to == Self.bobPath {
-                    exchange = e
-                    c.onRequestSent(exchange: e, to: Self.bobPath, t1: t)
-                    sent.append(t)
+        /// Bob answers every request at once with a perfect clock until `end`.
+        func run(until end: LocalTime) {
+            while t < end {
+                t = t + .milliseconds(5)
+                if let last = sent.last {
+                    _ = c.onReply(
+                        from: Self.bob, exchange: exchange, echo: last.ns, t2: PeerTime(ns: last.ns + 20_000),
+                        t3: PeerTime(ns: last.ns + 30_000), receivedAt: last + .microseconds(50), source: Self.bobPath, now: t)
+                }
+                for d in c.onTick(now: t, routes: Self.routes) {
+                    if case .sendRequest(let e, let to) = d, to == Self.bobPath {
+                        exchange = e
+                        c.onRequestSent(exchange: e, to: Self.bobPath, t1: t)
+                        sent.append(t)
+                    }
                 }
             }
         }
+        run(until: Self.t0 + .seconds(20))
         let late = sent.filter { $0 > Self.t0 + .seconds(10) }
         let gaps = zip(late.dropFirst(), late).map { ($0 - $1).ns }
         #expect(!gaps.isEmpty)
-        #expect(gaps.allSatisfy { $0 >= 495_000_000 && $0 <= 505_000_000 }, "gaps \(gaps)")
+        #expect(gaps.allSatisfy { $0 >= 995_000_000 && $0 <= 1_005_000_000 }, "gaps \(gaps)")
+        c.onPeerRestarted(Self.bob, now: t)
+        let restarted = t
+        run(until: restarted + .seconds(1))
+        let burst = sent.filter { $0 > restarted }
+        #expect(burst.count >= 30, "\(burst.count) requests in the second after the restart")
     }
 
     @Test("a restarted peer's estimate starts afresh; a forgotten peer is no longer measured")

@@ -90,17 +90,28 @@ struct MembershipTests {
         #expect(fresh.endpoint(of: alice) == v4)
     }
 
-    @Test("when the preferred path goes quiet, another path that is still heard takes over")
+    @Test("alternates are probed seldom while the preferred path is heard, every 500 ms once it is quiet for 1.5 s, and take over after 2 s")
     func failover() {
         var m = make()
         _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: at(0))
         _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        _ = m.onHello(alice, name: "alice")
         #expect(m.endpoint(of: alice) == v4)
-        // Alternates are probed so that they stay known-good.
+        // Alternates are probed so that their addresses stay known-good, every 10 s while v4 speaks.
         #expect(m.dueProbes(now: at(10 * ms)).contains(v6ll))
-        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: at(1500 * ms))
-        _ = m.onTick(now: at(1500 * ms))
+        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: at(11 * ms))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(1_000 * ms))
+        #expect(m.dueProbes(now: at(2_000 * ms)) == [])
+        #expect(m.nextDeadline(now: at(2_000 * ms)) == at(2_500 * ms), "when v4 has been quiet for 1.5 s")
+        // v4 goes quiet: from 1.5 s of silence the alternate is probed every 500 ms.
+        #expect(m.dueProbes(now: at(2_500 * ms)) == [v6ll])
+        #expect(m.dueProbes(now: at(2_700 * ms)) == [])
+        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: at(2_510 * ms))
+        _ = m.onTick(now: at(2_600 * ms))
+        #expect(m.endpoint(of: alice) == v4, "not before 2 s of silence")
+        _ = m.onTick(now: at(3_000 * ms))
         #expect(m.endpoint(of: alice) == v6ll)
+        #expect(m.peers[alice]?.state == .reachable)
     }
 
     @Test("a static endpoint is probed until its peer answers, then it is that peer's path")
