@@ -242,6 +242,8 @@ public struct ClockNetwork {
 
         case .request(let a, let b, let exchange, let t1):
             execute(b, hosts[b].clocks.onRequest(exchange: exchange, t1: t1, receivedAt: local(b, at: now), from: hosts[a].endpoint, peer: Self.id(a)))
+            // (As the agent re-arms its timer after every datagram: a request may bring work forward.)
+            rearm(b)
 
         case .reply(let b, let a, let exchange, let echo, let t2, let t3):
             let t4 = local(a, at: now)

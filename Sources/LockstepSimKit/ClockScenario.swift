@@ -66,6 +66,11 @@ public struct ClockScenario: Sendable {
         return (all, slowest)
     }
 
-    /// Errors below this count as this much when judging tightness (see ``ErrorStats/tightness(floorNs:)``).
-    public static let tightnessFloorNs = 200.0
+    /// Errors below this count as this much when judging tightness (see ``ErrorStats/tightness(floorNs:)``):
+    /// a third of the 5 µs bound a link must keep (``ExchangeScheduler/Configuration/targetBoundNs``),
+    /// so that "tight" means within 3× the p99 error or within the target, whichever is wider.
+    /// (The steady rate slows down until the bound would outgrow the target, not until it is as
+    /// tight as the link allows: on the simulated sub-µs links the bound is then 1–3.4 µs against
+    /// p99 errors of 0.3–0.6 µs.)
+    public static let tightnessFloorNs = ExchangeScheduler.Configuration().targetBoundNs / 3
 }

@@ -67,6 +67,10 @@ public struct ClockEstimator: Sendable {
     /// Number of samples in the window.
     public var sampleCount: Int { window.count }
 
+    /// How many of the latest samples in a row were slow (the run a delay step is told by,
+    /// ``Configuration/delayStepSamples`` long): a path that may be changing.
+    public var slowRunLength: Int { gate.slowRun.count }
+
     /// Forgets everything: the peer restarted, its clock is a new epoch.
     public mutating func reset() {
         window.removeAll()

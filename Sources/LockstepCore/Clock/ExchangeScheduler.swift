@@ -20,8 +20,9 @@
 ///   ``Configuration/maxInterval`` (a keep-alive: replies are how a peer is heard). A bound wider than the target half an interval ahead
 ///   shortens the interval by their ratio, and recent losses by `1 + lossFactor × loss rate`.
 /// - **Speed-up** when an estimate goes wrong: an outlier (a possible clock step) asks for a
-///   second look at once (``onVerdict(_:at:)``) and starts the doubling over; a confirmed step
-///   or a restart starts a new burst.
+///   second look at once (``onVerdict(_:at:)``) and starts the doubling over, and so does a run
+///   of slow samples (a path that may have changed: ``onSlowRun(_:)``); a confirmed step or a
+///   restart starts a new burst.
 ///
 /// Loss: a request with no reply after ``Configuration/exchangeTimeout`` is lost. Requests never
 /// wait for each other, and at most ``Configuration/maxOutstanding`` are remembered (sending one
@@ -49,6 +50,10 @@ public struct ExchangeScheduler: Sendable {
         public var growthShare: Double
         /// Samples the estimator takes in a row before the steady interval doubles.
         public var samplesPerDoubling: Int
+        /// This many slow samples in a row (the estimator's run towards a delay step) bring the
+        /// fastest steady rate back until the run ends: a path that may be changing is watched
+        /// closely, and a step is told within seconds, not half a minute.
+        public var slowSamplesToSpeedUp: Int
         /// How much recent losses speed the rate up: the interval is divided by `1 + lossFactor × lossRate`.
         public var lossFactor: Double
         /// A request with no reply after this long is lost.
@@ -64,11 +69,12 @@ public struct ExchangeScheduler: Sendable {
             targetBoundNs: Double = 5_000,
             growthShare: Double = 0.5,
             samplesPerDoubling: Int = 4,
+            slowSamplesToSpeedUp: Int = 5,
             lossFactor: Double = 4,
             exchangeTimeout: TimeSpan = .seconds(1),
             maxOutstanding: Int = 16
         ) {
-            precondition(minInterval > .zero && minInterval <= maxInterval && maxOutstanding >= 1 && samplesPerDoubling >= 1 && growthShare > 0)
+            precondition(minInterval > .zero && minInterval <= maxInterval && maxOutstanding >= 1 && samplesPerDoubling >= 1 && slowSamplesToSpeedUp >= 1 && growthShare > 0)
             self.burstInterval = burstInterval
             self.burstDuration = burstDuration
             self.minInterval = minInterval
@@ -76,6 +82,7 @@ public struct ExchangeScheduler: Sendable {
             self.targetBoundNs = targetBoundNs
             self.growthShare = growthShare
             self.samplesPerDoubling = samplesPerDoubling
+            self.slowSamplesToSpeedUp = slowSamplesToSpeedUp
             self.lossFactor = lossFactor
             self.exchangeTimeout = exchangeTimeout
             self.maxOutstanding = maxOutstanding
@@ -168,6 +175,13 @@ public struct ExchangeScheduler: Sendable {
         case .rejectedDelay, .rejectedInvalid:
             break
         }
+    }
+
+    /// The estimator's latest samples were `length` slow ones in a row
+    /// (``ClockEstimator/slowRunLength``): from ``Configuration/slowSamplesToSpeedUp`` on, the
+    /// steady interval starts over.
+    public mutating func onSlowRun(_ length: Int) {
+        if length >= configuration.slowSamplesToSpeedUp { startOver() }
     }
 
     /// The peer finished an exchange whose four timestamps this node has too (``PeerClocks``'s

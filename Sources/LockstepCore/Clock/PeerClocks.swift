@@ -214,11 +214,27 @@ public struct PeerClocks: Sendable {
     /// A clock request from `source`: answer it. (A probe, exchange 0, is answered too: the
     /// requester learns we are alive.) A request from a measured `peer` is remembered, so that
     /// its `clock_result` makes the exchange a sample of ours too.
+    ///
+    /// A request is also half a sample: sent at `t1` on the peer's clock, it arrived at
+    /// `receivedAt` on ours. When that is off our estimate of the peer by more than any
+    /// asymmetry explains (its hard bound) and a clock step's worth besides
+    /// (``OwnClockStepDetector/Configuration/minStep``), every link looks again soon: if our own
+    /// clock jumped, the peer's estimator sees it too, and confirms it as a step of the peer's
+    /// within a few probes, so we must notice first (from our own exchanges, each a full sample)
+    /// even when it was the peer's exchange that met the step. (A slow datagram looks like our
+    /// clock jumping ahead: at worst a few probes more.)
     public mutating func onRequest(exchange: UInt32, t1: PeerTime, receivedAt: LocalTime, from source: Endpoint, peer: PeerID? = nil) -> [Directive] {
         if exchange != 0, let peer, var link = links[peer] {
             if link.answered.count == Self.answeredCapacity { link.answered.removeFirst() }
             link.answered.append((exchange, t1.ns, receivedAt, nil))
             links[peer] = link
+            if let estimate = link.estimator.estimate(at: receivedAt) {
+                let oneWay = Double(receivedAt.ns.subtractingSaturating(estimate.localTime(at: t1).ns))
+                let explained = estimate.hardBound(at: receivedAt) + Double(configuration.ownStep.minStep.ns)
+                if (oneWay - Double(estimate.delay.ns) / 2).magnitude > explained {
+                    for other in links.keys { links[other]?.scheduler.lookSoon(by: receivedAt) }
+                }
+            }
         }
         return [.sendReply(exchange: exchange, echo: t1.ns, t2: receivedAt, to: source)]
     }
@@ -365,6 +381,7 @@ public struct PeerClocks: Sendable {
         if before.estimate(at: sample.t4) == nil, link.estimator.estimate(at: sample.t4) != nil { reportSoon.insert(peer) }
         // (The scheduler restarts its burst itself on a step.)
         link.scheduler.onVerdict(verdict, at: sample.t4)
+        link.scheduler.onSlowRun(link.estimator.slowRunLength)
         var evidence: Double?
         switch verdict {
         case .clockStepped(let by):
