@@ -154,6 +154,31 @@ struct MeshClockTests {
         #expect(!r.trusted)
     }
 
+    @Test("bounds are widened by the median closure error of this node's triangles, once per link on the path, never past the hard bound")
+    func asymmetryWidensBounds() {
+        var mesh = MeshClock(localID: Self.a)
+        let t = LocalTime(ns: 0)
+        let d = PeerID(high: 0, low: 0xD)
+        var tightHard = Self.estimate(offset: 0, bound: 1_000)
+        tightHard.hardBoundNs = 2_500
+        mesh.updateLocal(peer: Self.b, estimate: tightHard)
+        mesh.updateLocal(peer: Self.c, estimate: Self.estimate(offset: 2_000, bound: 1_000))
+        #expect(mesh.asymmetryScaleNs(at: t) == nil)
+        #expect(mesh.resolved(peer: Self.c, at: t)?.estimate.errorBoundNs == 1_000, "no triangle yet: no evidence either way")
+        // B sees C at 0, C sees B at 0: both triangles miss by 2 µs.
+        _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: Self.c, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: Self.b, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: d, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        #expect(mesh.asymmetryScaleNs(at: t) == 2_000)
+        let c = mesh.resolved(peer: Self.c, at: t)!
+        #expect(c.estimate.errorBoundNs == 3_000)
+        #expect(c.asymmetryNs == 2_000)
+        #expect(mesh.resolved(peer: Self.b, at: t)?.estimate.errorBoundNs == 2_500, "capped by the hard bound, which holds for any asymmetry")
+        let viaB = mesh.resolved(peer: d, at: t)!
+        #expect(viaB.source == .via(Self.b))
+        #expect(viaB.estimate.errorBoundNs == 2_000 + 2 * 2_000, "two links, each widened")
+    }
+
     @Test("reports about ourselves, from strangers, or over the caps are ignored; old ones expire")
     func reportHygiene() {
         var mesh = MeshClock(
