@@ -37,6 +37,12 @@ struct FuzzRegressionTests {
         #expect(try PeerMessage.decode([0x13, 0x01] + Array(repeating: 0, count: 9)) == .digest(GroupDigest(entries: [], fingerprint: 0), wantsReply: true))
     }
 
+    @Test("a command's reason `waiting: R` with R longer than a suspension reason (32 bytes) is refused, not cut short")
+    func waitingReasonTooLong() throws {
+        let bytes = try Self.input("peer", "operation-waiting-reason-too-long.bin")
+        #expect(throws: DecodeError.tooLong(field: "reason.waiting", limit: PlayerStatus.maxReasonBytes)) { try PeerMessage.decode(bytes) }
+    }
+
     static let flagged: [PeerMessage] = {
         let stamp = Stamp(time: 3, origin: PeerID(high: 1, low: 2), incarnation: 1, seq: 3)
         let item = ItemID("file:///film.mkv")!

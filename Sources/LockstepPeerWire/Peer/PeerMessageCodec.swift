@@ -401,8 +401,15 @@ extension PeerMessage {
 
     static func readReason(_ r: inout ByteReader) throws(DecodeError) -> CommandReason? {
         let reason = try r.string("reason", limit: ItemRecord.maxReasonBytes)
+        // `waiting: REASON` names a suspension reason, at most PlayerStatus.maxReasonBytes: a
+        // longer one would be cut short and sent on as another text (found by the fuzzer).
+        if reason.hasPrefix(Self.waitingPrefix), reason.utf8.count - Self.waitingPrefix.utf8.count > PlayerStatus.maxReasonBytes {
+            throw .tooLong(field: "reason.waiting", limit: PlayerStatus.maxReasonBytes)
+        }
         return reason.isEmpty ? nil : CommandReason(text: reason)
     }
+
+    private static let waitingPrefix = "waiting: "
 
     static func readOperation(_ r: inout ByteReader) throws(DecodeError) -> GroupOperation {
         let stamp = try readStamp(&r)
