@@ -189,7 +189,7 @@ public final class PeerSocket: Sendable {
     /// Reads everything waiting, without blocking: transmit timestamps first (they were queued
     /// before any reply to those datagrams), then every datagram, each with its kernel receive time
     /// (see ``start(onDatagram:onTransmitted:onKernelDrops:)`` for the callbacks). Call from one
-    /// thread at a time.
+    /// thread at a time, and not from the callbacks (they run while the receive buffer is held).
     func drain(onDatagram: (Datagram) -> Void, onTransmitted: (UInt32, Int64) -> Void, onKernelDrops: (UInt64) -> Void) {
         var key: UInt32 = 0
         var txReal: Int64 = 0
