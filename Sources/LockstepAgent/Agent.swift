@@ -12,8 +12,9 @@ import NIOCore
 /// Runs on one thread of its own, ``AgentLoop``: the actor's executor, which also reads the peer
 /// socket and keeps the timer, so that a datagram is handled with one wake-up. Time comes from
 /// one injected ``HostClock``, read once per event; the one timer, set for the earliest deadline
-/// of the node, the key rotation, pairing, sessions and measurements, steps them all. With ``Clock/manual(_:)`` the agent schedules no timer:
-/// a test moves the clock and calls ``tick()``, and nothing sleeps.
+/// of the node, the key rotation, pairing, sessions and measurements, steps them all. With
+/// ``Clock/manual(_:)`` the agent schedules no timer: a test moves the clock and calls
+/// ``tick()``, and nothing sleeps. Once stopped, it sets none either, so nothing keeps it alive.
 public actor Agent: ClientHandler {
     /// Who this agent is, fixed for the life of the process.
     public struct Identity: Sendable {
@@ -103,6 +104,8 @@ public actor Agent: ClientHandler {
     var discoveryState = DiscoveryState.off
     var timer: AgentLoop.Timer?
     var timerDeadline = LocalTime.distantFuture
+    /// ``stop()`` ran: no timer is set again (its closure would hold the agent).
+    var stopped = false
     /// Measurements (topics `clock` and `sync`) pushed to subscribers, about once a second.
     var measurements = MeasurementPush()
     var tasks: [Task<Void, Never>] = []
@@ -209,6 +212,7 @@ public actor Agent: ClientHandler {
         if let transport {
             for case .send(let message, let endpoint) in node.onShutdown() { transport.send(message, to: endpoint) }
         }
+        stopped = true
         if let timer { loop.cancel(timer) }
         timer = nil
         discovery?.stop()
@@ -289,7 +293,7 @@ public actor Agent: ClientHandler {
 
     /// Re-arms the one timer for the earliest deadline of the node and the key rotation.
     func rearm(_ now: LocalTime) {
-        guard timerEnabled else { return }
+        guard timerEnabled, !stopped else { return }
         var deadline = node.nextDeadline(now: now)
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
