@@ -32,12 +32,9 @@ struct TransmitTimestampTests {
         let receiver = try PeerSocket(port: 0)
         let sent = Mutex<[UInt32: Int64]>([:])
         let received = Mutex<[Int64]>([])
-        sender.start(onDatagram: { _ in }, onTransmitted: { key, at in sent.withLock { $0[key] = at } })
-        receiver.start(onDatagram: { d in received.withLock { $0.append(d.receivedAt) } })
-        defer {
-            sender.stop()
-            receiver.stop()
-        }
+        let senderReader = SocketReader(sender, onTransmitted: { key, at in sent.withLock { $0[key] = at } })
+        let receiverReader = SocketReader(receiver, onDatagram: { d in received.withLock { $0.append(d.receivedAt) } })
+        defer { _ = (senderReader, receiverReader) }
         let destination = Endpoint.v4(a: 127, b: 0, c: 0, d: 1, port: receiver.port)
         var stamps: [(key: UInt32, before: Int64)] = []
         for key in UInt32(40)..<UInt32(45) {
@@ -75,17 +72,18 @@ struct KernelDropTests {
     @Test("datagrams the kernel drops on a full receive buffer are reported: read plus dropped equals sent")
     func overflowIsCounted() throws {
         // The smallest buffer the kernel allows (it doubles the request and has a floor), filled
-        // before the receive thread starts.
+        // before anything reads it.
         let receiver = try PeerSocket(port: 0, receiveBufferBytes: 1)
         let sender = try PeerSocket(port: 0)
         let destination = Endpoint.v4(a: 127, b: 0, c: 0, d: 1, port: receiver.port)
         let total = 2_000
         for i in 0..<total { #expect(sender.send([UInt8](repeating: UInt8(i & 0xff), count: 200), to: destination)) }
         let read = Mutex(0), dropped = Mutex<UInt64>(0), markersRead = Mutex(0)
-        receiver.start(
+        let reader = SocketReader(
+            receiver,
             onDatagram: { d in read.withLock { $0 += 1 }; if d.bytes.count == 1 { markersRead.withLock { $0 += 1 } } },
             onKernelDrops: { more in dropped.withLock { $0 += more } })
-        defer { receiver.stop() }
+        defer { _ = reader }
         // The kernel reports drops with the next datagram it queues: small markers go after the
         // burst until one is read (one sent while the buffer is still full is dropped too).
         var sent = total
@@ -102,3 +100,20 @@ struct KernelDropTests {
     }
 }
 #endif
+
+/// Reads a socket as the agent does: an ``AgentLoop`` polls it and drains it into the callbacks,
+/// until the reader is released.
+final class SocketReader: Sendable {
+    let loop = AgentLoop(name: "test-reader")
+
+    init(
+        _ socket: PeerSocket, onDatagram: @escaping @Sendable (PeerSocket.Datagram) -> Void = { _ in },
+        onTransmitted: @escaping @Sendable (UInt32, Int64) -> Void = { _, _ in }, onKernelDrops: @escaping @Sendable (UInt64) -> Void = { _ in }
+    ) {
+        loop.execute { [loop] in
+            loop.watch(socket.descriptor) {
+                socket.drain(onDatagram: onDatagram, onTransmitted: onTransmitted, onKernelDrops: onKernelDrops)
+            }
+        }
+    }
+}

@@ -5,8 +5,7 @@ import Darwin
 #endif
 
 /// A POSIX thread running `body`, joined with `pthread_join`: the owner waits for it to end
-/// without polling (the DNS-SD loop, a peer socket's receive thread), or detached (the agent's
-/// loop, which ends on its own).
+/// without polling (the DNS-SD loop), or detached (the agent's loop, which ends on its own).
 enum JoinableThread {
     private final class Body {
         let run: () -> Void

@@ -13,9 +13,10 @@ import LockstepPlayerProtocol
 ///
 /// SwiftNIO's datagram channels do not surface `SO_TIMESTAMPNS`, and the clock exchange's
 /// accuracy depends on when a datagram reached this host, not when a user-space loop got to
-/// it. So this one socket is read by one dedicated thread with `recvmsg`, which hands each
-/// datagram with its kernel receive time (converted to `CLOCK_MONOTONIC`) to a callback. Sending
-/// is a plain `sendto` from any thread. One dual-stack IPv6 socket serves IPv4 and IPv6 peers.
+/// it. So this socket is read with `recvmsg` by whoever polls its ``descriptor`` (the agent's own
+/// thread, ``AgentLoop``): ``drain(onDatagram:onTransmitted:onKernelDrops:)`` hands each datagram
+/// with its kernel receive time (converted to `CLOCK_MONOTONIC`) to a callback. Sending is a plain
+/// `sendto` from any thread. One dual-stack IPv6 socket serves IPv4 and IPv6 peers.
 public final class PeerSocket: Sendable {
     /// A datagram as it arrived.
     public struct Datagram: Sendable {
@@ -32,10 +33,6 @@ public final class PeerSocket: Sendable {
     public let port: UInt16
     private let fd: Int32
     private let dualStack: Bool
-    private let wake: (read: Int32, write: Int32)
-    private let running = Atomic<Bool>(false)
-    private let stopped = Atomic<Bool>(false)
-    private let thread = Mutex<pthread_t?>(nil)
     private let txTimestamps: Atomic<Bool>
     /// The receive buffer (the largest datagram) and the kernel's drop count last seen.
     private let receiveBuffer = Mutex<(buffer: [UInt8], kernelDrops: UInt32)>(([UInt8](repeating: 0, count: 65536), 0))
@@ -80,51 +77,13 @@ public final class PeerSocket: Sendable {
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         self.port = Self.endpoint(from: storage)?.port ?? port
-        var pipes: [Int32] = [0, 0]
-        guard pipe(&pipes) == 0 else {
-            close(fd)
-            throw Failure(description: "cannot create a pipe: \(String(cString: strerror(errno)))")
-        }
-        for p in pipes {
-            _ = fcntl(p, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(p, F_SETFL, O_NONBLOCK)
-        }
         self.fd = fd
         self.dualStack = dual
-        self.wake = (pipes[0], pipes[1])
         self.txTimestamps = Atomic(tx)
     }
 
     deinit {
         close(fd)
-        close(wake.read)
-        close(wake.write)
-    }
-
-    /// Starts the receive thread; `onDatagram` runs on it, once per datagram, in arrival order, and
-    /// `onTransmitted` once per transmit timestamp (the key given to ``send(_:to:timestampKey:)``
-    /// and when the datagram left, on `CLOCK_MONOTONIC`), before any datagram that arrived later.
-    /// `onKernelDrops` hears how many more datagrams the kernel dropped on this socket (its receive
-    /// buffer was full: the thread did not keep up), as the next datagram read tells (Linux only).
-    public func start(
-        onDatagram: @escaping @Sendable (Datagram) -> Void,
-        onTransmitted: @escaping @Sendable (_ key: UInt32, _ sentAt: Int64) -> Void = { _, _ in },
-        onKernelDrops: @escaping @Sendable (_ more: UInt64) -> Void = { _ in }
-    ) {
-        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let started = JoinableThread.start { [self] in
-            self.receiveLoop(onDatagram, onTransmitted, onKernelDrops)
-        }
-        thread.withLock { $0 = started }
-    }
-
-    /// Stops the receive thread (returns once it has stopped).
-    public func stop() {
-        guard running.load(ordering: .acquiring), !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var b: UInt8 = 1
-        _ = write(wake.write, &b, 1)
-        // Woken by the pipe, the loop ends within one poll; join it (no polling here).
-        if let t = thread.withLock({ $0 }) { JoinableThread.join(t) }
     }
 
     /// True while sends can ask for kernel transmit timestamps (Linux 6.13 or later: software
@@ -133,7 +92,7 @@ public final class PeerSocket: Sendable {
 
     /// Sends one datagram. Returns false (and does not throw) when the kernel refuses it:
     /// a peer that went away must not take the agent with it. With `timestampKey`, the kernel's
-    /// transmit time of this datagram is reported under that key (see ``start(onDatagram:onTransmitted:)``)
+    /// transmit time of this datagram is reported under that key (see ``drain(onDatagram:onTransmitted:onKernelDrops:)``)
     /// while ``transmitTimestamps`` is true.
     @discardableResult
     public func send(_ bytes: [UInt8], to endpoint: Endpoint, timestampKey: UInt32? = nil) -> Bool {
@@ -167,29 +126,17 @@ public final class PeerSocket: Sendable {
         }
     }
 
-    private func receiveLoop(_ onDatagram: (Datagram) -> Void, _ onTransmitted: (UInt32, Int64) -> Void, _ onKernelDrops: (UInt64) -> Void) {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-        while !stopped.load(ordering: .relaxed) {
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            if fds[1].revents != 0 { return }
-            drain(onDatagram: onDatagram, onTransmitted: onTransmitted, onKernelDrops: onKernelDrops)
-        }
-    }
-
-    /// The socket's descriptor, for a loop that polls it (``drain(onDatagram:onTransmitted:onKernelDrops:)``
-    /// when it is readable or has an error queued) instead of ``start(onDatagram:onTransmitted:onKernelDrops:)``.
+    /// The socket's descriptor, for the loop that polls it: when it is readable or has an error
+    /// queued, call ``drain(onDatagram:onTransmitted:onKernelDrops:)``.
     var descriptor: Int32 { fd }
 
-    /// Reads everything waiting, without blocking: transmit timestamps first (they were queued
-    /// before any reply to those datagrams), then every datagram, each with its kernel receive time
-    /// (see ``start(onDatagram:onTransmitted:onKernelDrops:)`` for the callbacks). Call from one
-    /// thread at a time, and not from the callbacks (they run while the receive buffer is held).
+    /// Reads everything waiting, without blocking. `onTransmitted` hears each transmit timestamp
+    /// (the key given to ``send(_:to:timestampKey:)`` and when the datagram left, on
+    /// `CLOCK_MONOTONIC`), first: they were queued before any reply to those datagrams. Then
+    /// `onDatagram` hears every datagram, in arrival order, and `onKernelDrops` how many more the
+    /// kernel dropped on this socket (its receive buffer was full: it was not read in time), as
+    /// the next datagram read tells (Linux only). Call from one thread at a time, and not from the
+    /// callbacks (they run while the receive buffer is held).
     func drain(onDatagram: (Datagram) -> Void, onTransmitted: (UInt32, Int64) -> Void, onKernelDrops: (UInt64) -> Void) {
         var key: UInt32 = 0
         var txReal: Int64 = 0

@@ -206,8 +206,9 @@ public final class PeerTransport: Sendable {
         return .inbound(inbound)
     }
 
+    /// Stops the impairments' delay line (the socket is read by whoever polls it, and closes
+    /// when it is released).
     public func stop() {
-        socket.stop()
         delayLine?.stop()
     }
 
