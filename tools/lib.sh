@@ -50,6 +50,28 @@ ensure_packages() {
   return 0
 }
 
+# Runs a test command (CMD...) for at most LIMIT seconds, its output line by line (a hung test
+# process would otherwise take its last buffered lines with it). On a hang it stops the command
+# and its children, names the tests that started and never ended, and fails: a hang is a
+# failure with a name, not a CI run that times out.
+run_bounded() { # LIMIT LABEL CMD...
+  local limit=$1 label=$2 log rc
+  shift 2
+  log=$(mktemp /tmp/lockstep-test-output.XXXXXX)
+  set +e
+  timeout -k 20 "$limit" stdbuf -oL -eL "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    say "$label: still running after ${limit}s, stopped; tests that started and never ended:"
+    python3 "$LOCKSTEP_ROOT/tools/unfinished-tests" "$log" >&2 || true
+    rm -f "$log"
+    die "$label hung (limit ${limit}s)"
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+
 ensure_swift() {
   command -v swift >/dev/null || die "Swift 6 is needed (https://www.swift.org/install/linux/); 'swift' is not on PATH"
 }

@@ -22,11 +22,18 @@ public func withRunningAgent<T: Sendable>(
     return try await testGracefulShutdown { trigger in
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
+                // An agent that fails to start ends the wait below with its error, not a hang.
+                defer { ready.continuation.finish() }
                 try await service.run()
                 return nil
             }
             var iterator = ready.stream.makeAsyncIterator()
-            guard let agent = await iterator.next() else { throw CancellationError() }
+            guard let agent = await iterator.next() else {
+                while let r = try await group.next() {
+                    if let r { return r }
+                }
+                throw AgentEndedBeforeReady()
+            }
             let result = try await body(socketPath, agent)
             trigger.triggerGracefulShutdown()
             while let r = try await group.next() {
@@ -35,4 +42,9 @@ public func withRunningAgent<T: Sendable>(
             return result
         }
     }
+}
+
+/// The agent's service returned without an error before it served its socket.
+struct AgentEndedBeforeReady: Error, CustomStringConvertible {
+    var description: String { "the agent stopped before it was ready" }
 }
