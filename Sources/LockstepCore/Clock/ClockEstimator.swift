@@ -80,9 +80,11 @@ public struct ClockEstimator: Sendable {
 
     // MARK: - Input
 
-    /// Takes one exchange's timestamps; says whether it was used.
-    public mutating func onSample(_ sample: ClockSample) -> SampleVerdict {
-        switch gate.judge(sample, against: fit, window: window) {
+    /// Takes one exchange's timestamps; says whether it was used. A sample that may not
+    /// `confirmStep` is judged as any other, but as an outlier it does not count towards the
+    /// agreeing outliers that make a clock step.
+    public mutating func onSample(_ sample: ClockSample, confirmStep: Bool = true) -> SampleVerdict {
+        switch gate.judge(sample, against: fit, window: window, confirmStep: confirmStep) {
         case .reject(let verdict):
             return verdict
         case .keep:

@@ -191,7 +191,8 @@ public struct ExchangeScheduler: Sendable {
     }
 
     /// An exchange is due by `t` (another link showed an outlier: if our own clock stepped,
-    /// every peer shows it, and the sooner the better).
+    /// every peer shows it, and the sooner the better), but not sooner than a burst interval
+    /// after the last request.
     public mutating func lookSoon(by t: LocalTime) {
         probeAt = min(probeAt ?? t, t)
     }
@@ -279,7 +280,11 @@ public struct ExchangeScheduler: Sendable {
         if let peer = lastPeerExchange, peer <= now {
             regular = max(regular, peer + TimeSpan(nanoseconds: Double(interval.ns) * Self.peerExchangeMargin))
         }
-        return min(regular, probeAt ?? regular)
+        // A probe comes no sooner than a burst interval after the last request: outliers on
+        // both ends of a link (each side's requests making the other look again) must not
+        // become a storm of exchanges at the round trip's pace.
+        guard let probeAt else { return regular }
+        return min(regular, max(probeAt, lastSent + configuration.burstInterval))
     }
 
     /// True when a request should go out now.

@@ -25,36 +25,40 @@ public struct OwnClockStepDetector: Sendable {
     }
 
     public let configuration: Configuration
-    /// Each peer's latest outlier: its residual (peer minus local, sample minus estimate) and when.
-    private var evidence: [PeerID: (residualNs: Double, at: LocalTime)] = [:]
+    /// Each peer's latest outlier: its residual (peer minus local, sample minus estimate), the
+    /// sample's round trip (the residual is known to within half of it) and when.
+    private var evidence: [PeerID: (residualNs: Double, delayNs: Int64, at: LocalTime)] = [:]
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
     }
 
-    /// A sample from `peer` fell outside its estimate by `residualNs` (sample minus estimate, in
-    /// peer-minus-local offset). `measured` is how many peers have an estimate. Returns this
-    /// clock's step (positive: it jumped ahead) once more than half of them, and at least two,
-    /// show one residual.
-    public mutating func onOutlier(from peer: PeerID, residualNs: Double, at now: LocalTime, measured: Int) -> TimeSpan? {
+    /// A sample from `peer` with round trip `delay` fell outside its estimate by `residualNs`
+    /// (sample minus estimate, in peer-minus-local offset). `measured` is how many peers have an
+    /// estimate. Returns this clock's step (positive: it jumped ahead) once more than half of
+    /// them, and at least two, show one residual: the residual of the fastest of those samples
+    /// (a sample's offset is known to within half its round trip; a slow one would leave the
+    /// clock that much off, and every link would then see that as a step of its peer).
+    public mutating func onOutlier(from peer: PeerID, residualNs: Double, delay: TimeSpan = .zero, at now: LocalTime, measured: Int) -> TimeSpan? {
         guard residualNs.isFinite, residualNs.magnitude >= Double(configuration.minStep.ns) else {
             evidence[peer] = nil
             return nil
         }
-        evidence[peer] = (residualNs, now)
+        evidence[peer] = (residualNs, max(delay.ns, 0), now)
         evidence = evidence.filter { now - $0.value.at <= configuration.window }
         let tolerance = Double(configuration.tolerance.ns)
-        let residuals = evidence.values.map(\.residualNs)
-        var best: [Double] = []
-        for r in residuals {
-            let cluster = residuals.filter { ($0 > 0) == (r > 0) && ($0 - r).magnitude <= tolerance }
+        let samples = Array(evidence.values)
+        var best: [(residualNs: Double, delayNs: Int64, at: LocalTime)] = []
+        for r in samples {
+            let cluster = samples.filter { ($0.residualNs > 0) == (r.residualNs > 0) && ($0.residualNs - r.residualNs).magnitude <= tolerance }
             if cluster.count > best.count { best = cluster }
         }
-        guard best.count >= 2, best.count * 2 > measured else { return nil }
+        guard best.count >= 2, best.count * 2 > measured,
+            let fastest = best.min(by: { ($0.delayNs, $0.residualNs) < ($1.delayNs, $1.residualNs) })
+        else { return nil }
         evidence.removeAll()
-        let sorted = best.sorted()
         // Every peer seems to have moved by −Δ: this clock moved by Δ.
-        return TimeSpan(nanoseconds: -sorted[sorted.count / 2])
+        return TimeSpan(nanoseconds: -fastest.residualNs)
     }
 
     /// A sample from `peer` agreed with its estimate: its earlier outlier was not a step of ours.

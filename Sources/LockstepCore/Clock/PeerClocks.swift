@@ -201,6 +201,9 @@ public struct PeerClocks: Sendable {
         for peer in links.keys {
             links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now)
             links[peer]?.stamps = TransmitStamps(configuration: configuration.transmitStamps)
+            // Replies stamped on the clock before the correction: a peer's result for one would
+            // be a sample straddling the step (it would look like the step undone).
+            links[peer]?.answered.removeAll()
             links[peer]?.sentTo = nil
             links[peer]?.beforeStep = nil
         }
@@ -377,7 +380,11 @@ public struct PeerClocks: Sendable {
         // Had our clock jumped by Δ, the estimate was read Δ too far along its slope s too: the
         // residual is −Δ(1 + s). Through peers of different skews only −Δ agrees.
         let slope = (before.estimate(at: sample.t4)?.skewPPM ?? 0) * 1e-6
-        let verdict = link.estimator.onSample(sample)
+        // A mirrored sample is the peer's exchange: had our clock jumped, the peer's exchanges
+        // show it to both ends at once, and counting them towards a step of the peer's clock
+        // would let the link confirm one before this node can tell the step was its own
+        // (``OwnClockStepDetector``). Our own probes, sent soon after an outlier, confirm it.
+        let verdict = link.estimator.onSample(sample, confirmStep: !mirrored)
         if before.estimate(at: sample.t4) == nil, link.estimator.estimate(at: sample.t4) != nil { reportSoon.insert(peer) }
         // (The scheduler restarts its burst itself on a step.)
         link.scheduler.onVerdict(verdict, at: sample.t4)
@@ -407,16 +414,16 @@ public struct PeerClocks: Sendable {
         }
         if let estimate = link.estimator.estimate(at: sample.t4) { mesh.updateLocal(peer: peer, estimate: estimate) }
         links[peer] = link
-        if let evidence { onEvidence(evidence, from: peer, at: sample.t4) }
+        if let evidence { onEvidence(evidence, delay: sample.delay, from: peer, at: sample.t4) }
     }
 
     /// A sample of `peer` fell outside its estimate by `residualNs` (skew-corrected). If our own
     /// clock stepped, every peer shows it: the others are looked at now, before this link's own
     /// confirmations (25 ms apart) take the step for the peer's. Once most agree, the step is
     /// ours: links that took it for their peer's get back what they knew.
-    private mutating func onEvidence(_ residualNs: Double, from peer: PeerID, at t: LocalTime) {
+    private mutating func onEvidence(_ residualNs: Double, delay: Int64, from peer: PeerID, at t: LocalTime) {
         let measured = links.values.count { $0.estimator.estimate(at: t) != nil }
-        guard let step = ownStep.onOutlier(from: peer, residualNs: residualNs, at: t, measured: measured) else {
+        guard let step = ownStep.onOutlier(from: peer, residualNs: residualNs, delay: TimeSpan(ns: delay), at: t, measured: measured) else {
             for other in links.keys where other != peer { links[other]?.scheduler.lookSoon(by: t) }
             return
         }

@@ -17,6 +17,14 @@ struct OwnClockStepTests {
         #expect(step.map { ($0.ns - 1_000_000_000).magnitude <= 300_000 } == true)
     }
 
+    @Test("the step is the fastest agreeing sample's residual: a slow sample's (known to half its round trip) would leave the clock off")
+    func fastestSampleSetsTheStep() {
+        var d = OwnClockStepDetector()
+        _ = d.onOutlier(from: Self.peers[0], residualNs: -50_000_000, delay: .microseconds(40), at: Self.t0, measured: 2)
+        let step = d.onOutlier(from: Self.peers[1], residualNs: -49_640_000, delay: .microseconds(770), at: Self.t0 + .microseconds(700), measured: 2)
+        #expect(step == .nanoseconds(50_000_000))
+    }
+
     @Test("one peer alone, a minority, residuals of opposite sign or 5 ms apart, or a sub-2 ms residual make no step")
     func noQuorum() {
         var alone = OwnClockStepDetector()
@@ -55,8 +63,13 @@ struct OwnClockStepTests {
 
     /// Four hosts (and three: two peers only) measuring each other; host 1's clock jumps at 30 s
     /// and nobody is told.
-    @Test("a host whose clock jumps by +1 s, −30 s or +50 ms steps back within 1 s; no other host ever takes it for a step of that host's clock")
-    func meshStepsBack() {
+    /// With `transmitStamps`, exchanges are two-step and each end's `clock_result` makes the
+    /// other's exchange a sample too (as on lab hosts): results of exchanges answered before the
+    /// step back must not look like a step forward.
+    @Test(
+        "a host whose clock jumps by +1 s, −30 s or +50 ms steps back once within 1 s; no other host ever takes it for a step of that host's clock",
+        arguments: [false, true])
+    func meshStepsBack(transmitStamps: Bool) {
         let runs: [(Int64, [DeviceClock])] = [
             (Nanos.second, [.identity, .fastFar, .slowFar, .identity]),
             (-30 * Nanos.second, [.identity, .fastFar, .slowFar, .identity]),
@@ -65,6 +78,7 @@ struct OwnClockStepTests {
         for (step, clocks) in runs {
             let stepAt = 30 * Nanos.second
             var net = ClockNetwork(clocks: clocks, link: .veth, seed: 21)
+            net.transmitStamps = transmitStamps
             let before = net.clocks[1].offsetNs
             var correctedAt: Int64?
             net.at(stepAt) { net in net.stepClock(1, byNs: step) }
@@ -74,12 +88,12 @@ struct OwnClockStepTests {
                 guard net.now > stepAt + 3 * Nanos.second, let e = net.estimate(0, of: 1) else { return }
                 worstAfter = max(worstAfter, (e.offset(at: net.local(0, at: net.now)) - net.trueOffset(of: 1, relativeTo: 0, at: net.now)).magnitude)
             }
-            #expect(net.ownSteps[1].count == 1, "step \(step)")
+            #expect(net.ownSteps[1].count == 1, "step \(step): stepped \(net.ownSteps[1])")
             #expect(net.ownSteps.enumerated().allSatisfy { $0.offset == 1 || $0.element.isEmpty }, "only the host that jumped steps back")
             #expect((net.clocks[1].offsetNs - before).magnitude < 200 * Nanos.microsecond, "back on its old scale: \(net.clocks[1].offsetNs - before) ns")
             #expect(correctedAt.map { $0 - stepAt < Nanos.second } == true, "stepped back \(correctedAt.map { Double($0 - stepAt) / 1e6 } ?? -1) ms after")
-            for a in clocks.indices where a != 1 { #expect(net.link(a, 1)?.steps == 0, "host \(a) never believed host 1 stepped") }
-            for b in clocks.indices where b != 1 { #expect(net.link(1, b)?.steps == 0, "host 1 kept no step of host \(b)'s clock") }
+            for a in clocks.indices where a != 1 { #expect(net.link(a, 1)?.steps == 0, "step \(step): host \(a) never believed host 1 stepped") }
+            for b in clocks.indices where b != 1 { #expect(net.link(1, b)?.steps == 0, "step \(step): host 1 kept no step of host \(b)'s clock") }
             #expect(worstAfter < 50_000, "host 0's estimate of host 1 after: worst \(worstAfter) ns")
         }
     }

@@ -81,8 +81,8 @@ struct SampleGate: Sendable {
 
     /// Judges `sample` against `fit` (the estimate so far, nil before the first sample) and the
     /// `window` it was fitted to. Only validity and the delay cap are checked until the window
-    /// holds two samples.
-    mutating func judge(_ sample: ClockSample, against fit: EnvelopeFit.Fit?, window: SampleWindow) -> Decision {
+    /// holds two samples. An outlier that may not `confirmStep` is rejected without being held.
+    mutating func judge(_ sample: ClockSample, against fit: EnvelopeFit.Fit?, window: SampleWindow, confirmStep: Bool = true) -> Decision {
         guard sample.isValid else { return .reject(.rejectedInvalid) }
         if sample.delay > configuration.maxDelay.ns {
             return .reject(.rejectedDelay(excessNs: sample.delay &- (fit?.minDelay ?? 0)))
@@ -94,6 +94,7 @@ struct SampleGate: Sendable {
             let wander = configuration.wanderPPM * 1e-6
             let allowed = Double(sample.delay) / 2 + fit.hardBound(atLocal: local, wander: wander) + configuration.stepThresholdNs
             if residual.magnitude > allowed {
+                guard confirmStep else { return .reject(.rejectedOutlier(residualNs: residual)) }
                 return onOutlier(sample, residual: residual, slope: fit.slope)
             }
             let excess = sample.delay &- fit.minDelay
