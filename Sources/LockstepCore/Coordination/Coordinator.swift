@@ -165,8 +165,10 @@ public struct Coordinator: Sendable {
         guard p.inGroupPlayback, !p.isSuspended, p.readiness == .ready, let item = p.item,
             let record = view.state.items[item], record.timeline.phase == .playing,
             let timeline = view.timelines.timeline(of: record, now: now),
-            // Not before the timeline's instant: a player still waiting to start is not late.
-            let anchor = view.timelines.anchor(of: record, now: now), at >= anchor.time
+            // Not before the timeline's instant, nor before the instant the player was told to
+            // join it (later, for a timeline learnt late): a player still waiting to start is not late.
+            let anchor = view.timelines.anchor(of: record, now: now), at >= anchor.time,
+            p.toldTimeline != record.stamp || at >= (p.toldAt ?? anchor.time)
         else { return [] }
         let lead = max(p.info.startLatency, .milliseconds(2))
         guard
@@ -385,6 +387,7 @@ public struct Coordinator: Sendable {
             // Act no earlier than the player can: a timeline learnt late is joined where it is,
             // with its start latency and the event's delivery still ahead.
             let at = max(timeline.anchorTime, now + p.info.startLatency + configuration.playerNotice)
+            p.toldAt = at
             let position = timeline.phase == .playing ? timeline.position(at: at + p.info.outputLatency) : timeline.position
             out.append(.tell(id, .timeline(item: item, phase: timeline.phase, position: position, rate: timeline.rate, at: at, record: record)))
         }

@@ -48,6 +48,9 @@ public struct PlayerSession: Sendable {
     var nextSuspensionID: UInt32 = 1
     /// What the player was last told, so that it is told again only when something changed.
     var toldTimeline: Stamp?
+    /// When the player was told to act on that timeline: its instant, or later for a timeline
+    /// learnt late (joined where the group is then). Reports from before say nothing of the join.
+    var toldAt: LocalTime?
     var toldWaitingFor: [WaitingFor]?
     var toldParticipants: [ParticipantInfo]?
     var toldProposal: Stamp?

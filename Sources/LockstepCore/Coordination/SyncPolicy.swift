@@ -11,7 +11,10 @@
 ///
 /// `start` > `settle` is the hysteresis. A correction is not re-planned before it has had time
 /// to work (`holdNs` after it began), and a seek is not repeated until the player reports again
-/// from after it.
+/// from after it. After a ``reset()`` (the player was told a new timeline) the first error is
+/// confirmed by the next report before anything is corrected: that report may describe the
+/// player before it acted on the timeline (told it late, or slower to start than it said), and
+/// a nudge for an error that is about to vanish would become one of its own.
 public struct SyncPolicy: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Below this the player is in sync. Players whose position reports are coarser declare a
@@ -52,6 +55,8 @@ public struct SyncPolicy: Sendable {
     public private(set) var lastError: TimeSpan?
     /// When ``lastError`` was measured.
     public private(set) var lastErrorAt: LocalTime?
+    /// Set by ``reset()``: the next error waits for another report to confirm it.
+    private var confirmNextError = false
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -60,6 +65,7 @@ public struct SyncPolicy: Sendable {
     /// Forget any correction in progress (the player was told a new timeline).
     public mutating func reset() {
         phase = .inSync
+        confirmNextError = true
     }
 
     /// A report: at `reportedAt` the player was at `position`. Returns a correction when one is needed.
@@ -101,7 +107,14 @@ public struct SyncPolicy: Sendable {
             break
         }
 
-        guard magnitude > c.start else { return nil }
+        guard magnitude > c.start else {
+            confirmNextError = false
+            return nil
+        }
+        if confirmNextError {
+            confirmNextError = false
+            return nil
+        }
         if canChangeRate && magnitude <= c.seekAbove {
             // Close the gap at up to maxNudge: ahead → slower, behind → faster.
             let duration = max(c.minNudgeDuration, TimeSpan(nanoseconds: Double(magnitude.ns) / (c.maxNudge * timeline.rate)))

@@ -163,13 +163,38 @@ struct CoordinatorTests {
         #expect(at.count == 1 && at.allSatisfy { $0 >= now + .milliseconds(20) + Coordinator.Configuration().playerNotice })
     }
 
+    /// A ready player whose group has played since 9 s (rate 1, from 0), loaded at `t0`: it is
+    /// told the timeline late. Returns the coordinator, the view and what it was told at `t0`.
+    static func lateJoiner() -> (Coordinator, GroupView, [Coordinator.Directive]) {
+        var k = coordinator()
+        let playing = view([record(.playing, at: 9_000_000_000)], current: film)
+        _ = k.onPlayerLoad(id: 1, item: film, metadata: ItemMetadata(), solo: false, view: playing, now: t0)
+        _ = k.onPlayerReadiness(id: 1, .ready)
+        let told = k.onGroupChanged(view: playing, now: t0)
+        return (k, playing, told)
+    }
+
     @Test("a timeline whose anchor is past is told at least the start latency plus the delivery notice ahead")
     func lateTimelineNotice() {
-        var k = Self.coordinator()
-        let playing = Self.view([Self.record(.playing, at: 9_000_000_000)], current: Self.film)
-        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: playing, now: Self.t0)
-        _ = k.onPlayerReadiness(id: 1, .ready)
-        #expect(Self.toldTimelines(k.onGroupChanged(view: playing, now: Self.t0)) == [Self.t0 + .milliseconds(20) + Coordinator.Configuration().playerNotice])
+        let (_, _, told) = Self.lateJoiner()
+        #expect(Self.toldTimelines(told) == [Self.t0 + .milliseconds(20) + Coordinator.Configuration().playerNotice])
+    }
+
+    @Test("a player joining a timeline late is not corrected for reports from before its join instant; after it, it is")
+    func noCorrectionBeforeTheJoin() {
+        var (k, playing, told) = Self.lateJoiner()
+        let join = Self.t0 + .milliseconds(20) + Coordinator.Configuration().playerNotice
+        #expect(Self.toldTimelines(told) == [join])
+        // Still paused at 0 before the join: a second behind the timeline, and not late.
+        let before = join - .milliseconds(1)
+        #expect(k.onPlayerPosition(id: 1, position: .zero, at: before, view: playing, now: before) == [])
+        // After the join, where the timeline is: in step.
+        let after = join + .milliseconds(100)
+        #expect(k.onPlayerPosition(id: 1, position: MediaPosition(clamping: after.ns - 9_000_000_000), at: after, view: playing, now: after) == [])
+        // After the join, 1 ms behind: corrected.
+        let later = join + .milliseconds(200)
+        let behind = k.onPlayerPosition(id: 1, position: MediaPosition(clamping: later.ns - 9_000_000_000 - 1_000_000), at: later, view: playing, now: later)
+        #expect(behind.contains { if case .tell(1, .correction) = $0 { true } else { false } })
     }
 
     @Test("a suspension for a reason that makes the group wait holds a playing group")

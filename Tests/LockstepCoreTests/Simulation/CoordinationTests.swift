@@ -301,10 +301,14 @@ struct CoordinationTests {
         // Host 1's player is 3 ms ahead of where the group timeline (set by host 0) is.
         let start = try #require(lastTimeline(sim, 1))
         let now = sim.now
-        // Reports describe a moment just past (here 5 ms ago), as real ones do.
-        let reportedAt = sim.local(1) - .milliseconds(5)
-        let truth = start.position + Int64(Double((reportedAt - sim.hosts[1].clock.device(fromHost: start.trueAt)).ns) * start.rate)
-        sim.execute(1, sim.hosts[1].node.onPlayerPosition(id: 1, position: MediaPosition(clamping: truth + 3 * ms), at: reportedAt, now: sim.local(1)))
+        // Reports describe a moment just past (here 5 ms ago), as real ones do. The first error
+        // after a timeline waits for the next report to confirm it.
+        for _ in 0..<2 {
+            let reportedAt = sim.local(1) - .milliseconds(5)
+            let truth = start.position + Int64(Double((reportedAt - sim.hosts[1].clock.device(fromHost: start.trueAt)).ns) * start.rate)
+            sim.execute(1, sim.hosts[1].node.onPlayerPosition(id: 1, position: MediaPosition(clamping: truth + 3 * ms), at: reportedAt, now: sim.local(1)))
+            sim.run(for: 100 * ms)
+        }
         let corrections = told(sim, 1, since: now).compactMap { entry -> SyncPolicy.Correction? in
             if case .correction(let c) = entry.instruction { return c }
             return nil
@@ -403,6 +407,19 @@ struct SyncPolicyTests {
         var policy = SyncPolicy()
         #expect(report(&policy, position: 1040 * ms, at: 1000 * ms, outputLatency: 40 * ms) == nil)
         #expect(policy.lastError == .zero)
+    }
+
+    @Test("after a new timeline the first error waits for the next report: gone by then, nothing is corrected; still there, it is")
+    func firstErrorAfterANewTimelineIsConfirmed() {
+        var policy = SyncPolicy()
+        policy.reset()
+        // Taken before the player acted on the timeline: 12 ms behind, then in step.
+        #expect(report(&policy, position: 1000 * ms - 12 * ms, at: 1000 * ms) == nil)
+        #expect(report(&policy, position: 1100 * ms, at: 1100 * ms) == nil)
+        #expect(report(&policy, position: 1200 * ms - 3 * ms, at: 1200 * ms) != nil, "later errors are corrected at once")
+        policy.reset()
+        #expect(report(&policy, position: 2000 * ms - 3 * ms, at: 2000 * ms) == nil)
+        #expect(report(&policy, position: 2100 * ms - 3 * ms, at: 2100 * ms) != nil, "confirmed by the next report")
     }
 
     @Test("a report of position zero against a timeline anchored at the oldest instant, at the fastest rate, corrects without trapping")
