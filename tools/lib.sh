@@ -53,16 +53,33 @@ ensure_packages() {
 # Runs a test command (CMD...) for at most LIMIT seconds, its output line by line (a hung test
 # process would otherwise take its last buffered lines with it). On a hang it stops the command
 # and its children, names the tests that started and never ended, and fails: a hang is a
-# failure with a name, not a CI run that times out.
+# failure with a name, not a CI run that times out. A Swift Testing process that has printed
+# that its run passed gets 60 s to exit; if it does not, it is stopped with a notice, and its
+# verdict stands.
 run_bounded() { # LIMIT LABEL CMD...
-  local limit=$1 label=$2 log rc
+  local limit=$1 label=$2 log rc pid passed_at="" stopped_after_pass=0
   shift 2
   log=$(mktemp /tmp/lockstep-test-output.XXXXXX)
+  timeout -k 20 "$limit" stdbuf -oL -eL "$@" > >(tee "$log") 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ -z "$passed_at" ] && grep -aqE 'Test run with .* passed after' "$log"; then passed_at=$SECONDS; fi
+    if [ -n "$passed_at" ] && ((SECONDS - passed_at > 60)); then
+      say "NOTICE: $label: the test process said its run passed, then did not exit within 60 s; stopped it"
+      stopped_after_pass=1
+      kill -TERM "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 1
+  done
   set +e
-  timeout -k 20 "$limit" stdbuf -oL -eL "$@" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
+  wait "$pid"
+  rc=$?
   set -e
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  sleep 0.2 # tee's last lines
+  if [ "$stopped_after_pass" = 1 ]; then
+    rc=0
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     say "$label: still running after ${limit}s, stopped; tests that started and never ended:"
     python3 "$LOCKSTEP_ROOT/tools/unfinished-tests" "$log" >&2 || true
     rm -f "$log"
