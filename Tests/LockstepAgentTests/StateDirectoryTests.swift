@@ -129,12 +129,12 @@ struct StateDirectoryTests {
     }
 
     @Test("the key file is created 0600 from the start, and an existing state directory made wider is made private again")
+    // No umask(0) here to show "whatever the umask": the umask is the whole process's, and
+    // tests run in parallel; a moment of 0 made another test's temporary directory 0777.
     func modes() async throws {
         try await withTemporaryDirectory { dir in
             let state = StateDirectory(path: dir + "/state")
             try FileManager.default.createDirectory(atPath: dir + "/state/groups", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
-            let old = umask(0)
-            defer { umask(old) }
             try state.prepare()
             try state.saveGroup(GroupIdentity(name: "home", key: .random()))
             func mode(_ path: String) throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1 }

@@ -79,8 +79,8 @@ public final class PlayerServer: Sendable {
         let maxLine = PlayerProtocol.maxLineBytes
         // The socket is created private (umask), and only then given its mode: no one can
         // connect in between.
-        let umaskBefore = umask(0o177)
-        defer { umask(umaskBefore) }
+        PrivateUmask.acquire()
+        defer { PrivateUmask.release() }
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
