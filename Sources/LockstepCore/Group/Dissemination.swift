@@ -68,6 +68,7 @@ public struct Dissemination: Sendable {
             basisBound: bound.clamped(to: Limits.relayBoundNs), result: result, stampTime: clock.stampTime(at: now), to: peers, rtt: rtt, now: now)
         var out: [Directive] = []
         for op in ops { out += peers.map { .send(.operation(op, wantsAck: true), to: $0) } }
+        if !ops.isEmpty { replica.noteActivity() }
         if let op = ops.last {
             out.append(.changed(GroupChange(operation: op, local: true, concurrent: newReport(since: reportsBefore))))
         }
@@ -80,6 +81,7 @@ public struct Dissemination: Sendable {
         guard mine.players != players else { return [] }
         let record = ParticipantRecord(peer: me, incarnation: incarnation, version: mine.version + 1, players: players)
         participants[me] = record
+        replica.noteActivity()
         return peers.map { .send(.participant(record), to: $0) } + [.participantsChanged]
     }
 
@@ -103,7 +105,8 @@ public struct Dissemination: Sendable {
     // MARK: - Peers
 
     /// A peer became reachable: exchange digests and introduce our players at once.
-    public func onPeerReachable(_ peer: PeerID) -> [Directive] {
+    public mutating func onPeerReachable(_ peer: PeerID) -> [Directive] {
+        replica.noteActivity()
         var out: [Directive] = [.send(.digest(replica.digest, wantsReply: true), to: peer)]
         out += participantDigests(wantsReply: true).map { .send($0, to: peer) }
         if let mine = participants[me] { out.append(.send(.participant(mine), to: peer)) }
@@ -136,6 +139,7 @@ public struct Dissemination: Sendable {
         let before = replica.state
         let outcome = replica.receive(op, stampLimit: clock.stampTime(at: now).addingSaturating(Limits.stampLeadNs))
         let ack: [Directive] = wantsAck ? [.reply(.ack(op.id), to: source)] : []
+        if outcome == .applied || outcome == .waiting { replica.noteActivity() }
         switch outcome {
         case .refused(let why):
             return [.refused(.operation(why))]
@@ -155,20 +159,26 @@ public struct Dissemination: Sendable {
     public mutating func onRegister(_ record: ItemRecord) -> [Directive] {
         let before = replica.state
         replica.importRecord(record)
-        return replica.state != before ? [.changed(GroupChange(operation: nil, local: false))] : []
+        guard replica.state != before else { return [] }
+        replica.noteActivity()
+        return [.changed(GroupChange(operation: nil, local: false))]
     }
 
     public mutating func onRegister(_ record: CurrentRecord) -> [Directive] {
         let before = replica.state
         replica.importRecord(record)
-        return replica.state != before ? [.changed(GroupChange(operation: nil, local: false))] : []
+        guard replica.state != before else { return [] }
+        replica.noteActivity()
+        return [.changed(GroupChange(operation: nil, local: false))]
     }
 
     /// Which operations the registers `sender` sent include.
     public mutating func onCheckpointVector(_ entries: [VersionVector.Entry]) -> [Directive] {
         let before = replica.state
         replica.importFolded(entries)
-        return replica.state != before ? [.changed(GroupChange(operation: nil, local: false))] : []
+        guard replica.state != before else { return [] }
+        replica.noteActivity()
+        return [.changed(GroupChange(operation: nil, local: false))]
     }
 
     /// `peer` has operation `id`.
@@ -193,8 +203,13 @@ public struct Dissemination: Sendable {
                 .reply(.checkpointVector(Array(folded[$0..<min($0 + PeerMessage.maxCheckpointEntries, folded.count)])), to: source)
             }
         }
-        if wantsReply || unknown || replica.log.lacksSomething(of: theirs) {
+        let lacking = unknown || replica.log.lacksSomething(of: theirs)
+        if wantsReply || lacking {
             out.append(.reply(.digest(replica.digest, wantsReply: false), to: source))
+        }
+        // A difference either way keeps rounds at their fastest until one finds none.
+        if lacking || digest.fingerprint != state.fingerprint || out.contains(where: { if case .reply(.operation, _) = $0 { true } else { false } }) {
+            replica.noteActivity()
         }
         return out
     }
@@ -202,7 +217,7 @@ public struct Dissemination: Sendable {
     /// Anti-entropy of participant records: `sender` holds what `theirs` says. It gets the
     /// records it lacks; `reachable` says whose records it may have that this node lacks (then
     /// our digest goes back).
-    public func onParticipantDigest(
+    public mutating func onParticipantDigest(
         _ theirs: [ParticipantDigest], wantsReply: Bool, from sender: PeerID, source: Endpoint, reachable: (PeerID) -> Bool
     ) -> [Directive] {
         var out: [Directive] = []
@@ -223,6 +238,7 @@ public struct Dissemination: Sendable {
         for d in theirs where participants[d.peer] == nil && d.peer != me && reachable(d.peer) {
             theyHaveNewer = true
         }
+        if theyHaveNewer || !out.isEmpty { replica.noteActivity() }
         if wantsReply || theyHaveNewer {
             out += participantDigests(wantsReply: false).map { .reply($0, to: source) }
         }
@@ -239,6 +255,7 @@ public struct Dissemination: Sendable {
         guard reachable(record.peer) || record.peer == sender else { return [] }
         guard participants[record.peer].map({ record.supersedes($0) }) ?? true else { return [] }
         participants[record.peer] = record
+        replica.noteActivity()
         return [.participantsChanged]
     }
 

@@ -11,10 +11,17 @@
 ///    small group, about log₂ n of a large one, so that idle traffic grows as n log n rather than
 ///    n²), and to a peer as soon as it becomes reachable; a peer that holds operations the other
 ///    lacks sends them, and one that lacks some answers with its own digest. Partitions that
-///    heal, restarted peers and late joiners converge in one round.
+///    heal, restarted peers and late joiners converge in one round. While nothing happens the
+///    rounds space out, doubling up to `maxAntiEntropyInterval`; anything new (see
+///    ``noteActivity(now:)``) brings the next round within `antiEntropyInterval` again.
 public struct Replica: Sendable {
     public struct Configuration: Sendable, Equatable {
+        /// Between rounds while anything is happening.
         public var antiEntropyInterval: TimeSpan = .seconds(1)
+        /// Between rounds of an idle group: each round that found nothing new doubles the
+        /// interval up to this. Rounds are a repair path (operations are pushed and retransmitted
+        /// first), so an idle group's digests need not go every second.
+        public var maxAntiEntropyInterval: TimeSpan = .seconds(4)
         /// Peers a round's digest goes to, at least (all of them in a group this small).
         public var minAntiEntropyFanout: Int = 3
         /// The first retransmission waits max(this, 2 × round trip); each next one twice as long.
@@ -51,11 +58,17 @@ public struct Replica: Sendable {
     public private(set) var log: OperationLog
     var pending: [OperationID: Pending] = [:]
     var nextAntiEntropy: LocalTime?
+    /// The interval after the last round.
+    var roundInterval: TimeSpan
+    /// Something new since the last round (a new node has everything to learn).
+    var activeSinceRound = true
+    var lastRound: LocalTime?
 
     public init(me: PeerID, incarnation: UInt64, configuration: Configuration = .init()) {
         self.me = me
         self.incarnation = incarnation
         self.configuration = configuration
+        self.roundInterval = configuration.antiEntropyInterval
         self.log = OperationLog(me: ReplicaID(peer: me, incarnation: incarnation), configuration: configuration.log)
     }
 
@@ -132,16 +145,39 @@ public struct Replica: Sendable {
         return out
     }
 
-    /// True when an anti-entropy round is due (and schedules the next one).
+    /// True when an anti-entropy round is due (and schedules the next one: `antiEntropyInterval`
+    /// later if anything happened since the last round, else twice the last interval, at most
+    /// `maxAntiEntropyInterval`).
     public mutating func antiEntropyDue(now: LocalTime) -> Bool {
-        if let next = nextAntiEntropy, now < next { return false }
-        nextAntiEntropy = now + configuration.antiEntropyInterval
+        if let next = nextRound, now < next { return false }
+        roundInterval = activeSinceRound ? configuration.antiEntropyInterval : min(roundInterval.doubled(1), max(configuration.maxAntiEntropyInterval, configuration.antiEntropyInterval))
+        activeSinceRound = false
+        lastRound = now
+        nextAntiEntropy = now + roundInterval
         return true
     }
 
+    /// Something new reached or left this replica (an operation, a register, a digest or a
+    /// participant record that differed, a peer met): the next round comes `antiEntropyInterval`
+    /// after the last one (at once if that has passed), and rounds go that often until one finds
+    /// nothing new.
+    public mutating func noteActivity() {
+        activeSinceRound = true
+    }
+
+    /// When the next round is due: the scheduled one, brought in by activity since the last.
+    private var nextRound: LocalTime? {
+        guard let next = nextAntiEntropy else { return nil }
+        guard activeSinceRound, let last = lastRound else { return next }
+        return min(next, last + configuration.antiEntropyInterval)
+    }
+
+    /// The interval after the last round (for status and tests).
+    public var currentAntiEntropyInterval: TimeSpan { roundInterval }
+
     /// When ``retransmissions(now:rtt:)`` or ``antiEntropyDue(now:)`` next has work.
     public func nextDeadline(now: LocalTime) -> LocalTime {
-        var next = nextAntiEntropy ?? now
+        var next = nextRound ?? now
         for p in pending.values {
             for entry in p.awaiting.values { next = min(next, entry.next) }
         }
@@ -156,6 +192,7 @@ public struct Replica: Sendable {
             pending[id] = p
         }
         nextAntiEntropy = now
+        lastRound = nil
     }
 
     /// Operations awaiting acknowledgement (for status).

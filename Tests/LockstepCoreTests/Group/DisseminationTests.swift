@@ -202,8 +202,9 @@ struct DisseminationTests {
         var g = Dissemination(me: Self.me, incarnation: 4)
         let peers = (10..<25).map { PeerID(high: 0, low: UInt64($0)) }
         var heard: [PeerID: Int] = [:]
-        for round in 0..<3 {
-            let d = g.onTick(now: Self.t0 + .seconds(Int64(round)), peers: peers.shuffled(), rtt: { _ in nil })
+        // An idle group's rounds space out: 1 s, then 2 s (see the backoff test).
+        for at in [0, 1, 3] {
+            let d = g.onTick(now: Self.t0 + .seconds(Int64(at)), peers: peers.shuffled(), rtt: { _ in nil })
             let to = d.compactMap { directive -> PeerID? in
                 if case .send(.digest, let peer) = directive { return peer }
                 return nil
@@ -212,8 +213,65 @@ struct DisseminationTests {
             for peer in to { heard[peer, default: 0] += 1 }
         }
         #expect(heard.count == 15 && heard.values.allSatisfy { $0 == 1 }, "three rounds of five reach each of 15 peers once")
-        let quiet = g.onTick(now: Self.t0 + .milliseconds(2_500), peers: peers, rtt: { _ in nil })
+        let quiet = g.onTick(now: Self.t0 + .milliseconds(6_500), peers: peers, rtt: { _ in nil })
         #expect(!quiet.contains { if case .send(.digest, _) = $0 { true } else { false } }, "no round before the interval")
+    }
+
+    /// The instants of the anti-entropy rounds `g` runs from `from` to `to`, ticking every 100 ms.
+    static func rounds(_ g: inout Dissemination, from: LocalTime, to: LocalTime, peers: [PeerID]) -> [Int64] {
+        var out: [Int64] = []
+        var now = from
+        while now <= to {
+            if g.onTick(now: now, peers: peers, rtt: { _ in nil }).contains(where: { if case .send(.digest, _) = $0 { true } else { false } }) {
+                out.append((now - Self.t0).ns / 1_000_000)
+            }
+            now = now + .milliseconds(100)
+        }
+        return out
+    }
+
+    @Test("an idle group's anti-entropy rounds space out, 1, 2, then every 4 s; a new operation brings them back to every second until a round finds nothing new")
+    func antiEntropyBackoff() throws {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica])
+        let peers = [Self.bob]
+        #expect(Self.rounds(&g, from: Self.t0, to: Self.t0 + .seconds(15), peers: peers) == [0, 1_000, 3_000, 7_000, 11_000, 15_000])
+        #expect(g.replica.currentAntiEntropyInterval == .seconds(4))
+
+        // 1.5 s after the last round, bob's operation arrives: the next round is due at once
+        // (more than a second since the last), the one after a second later, then they space out.
+        _ = g.onOperation(Self.op(1, .load(ItemMetadata())), wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0 + .milliseconds(16_500))
+        #expect(Self.rounds(&g, from: Self.t0 + .milliseconds(16_500), to: Self.t0 + .seconds(25), peers: peers) == [16_500, 17_500, 19_500, 23_500])
+    }
+
+    @Test("activity within a second of the last round brings the next one to a second after it, not sooner")
+    func antiEntropyActivitySoonAfterARound() {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        let peers = [Self.bob]
+        #expect(Self.rounds(&g, from: Self.t0, to: Self.t0 + .seconds(7), peers: peers) == [0, 1_000, 3_000, 7_000])
+        // A player appears 300 ms after the 7 s round: the next round is a second after that one.
+        _ = g.onLocalPlayers([PlayerStatus(playerID: 1, name: "tv", itemHash: nil, readiness: .loading)], peers: peers)
+        #expect(Self.rounds(&g, from: Self.t0 + .milliseconds(7_300), to: Self.t0 + .seconds(12), peers: peers) == [8_000, 9_000, 11_000])
+    }
+
+    @Test("a digest that matches ours and a refused operation leave the rounds spacing out; a digest showing what we lack brings them back to every second")
+    func antiEntropyDigestActivity() {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica])
+        let peers = [Self.bob]
+        #expect(Self.rounds(&g, from: Self.t0, to: Self.t0 + .seconds(2), peers: peers) == [0, 1_000])
+        #expect(g.replica.currentAntiEntropyInterval == .seconds(2))
+        // The same digest: nothing to do, the rounds keep spacing out.
+        _ = g.onDigest(g.replica.digest, wantsReply: false, from: Self.bobReplica, source: Self.source)
+        #expect(Self.rounds(&g, from: Self.t0 + .milliseconds(2_100), to: Self.t0 + .seconds(7), peers: peers) == [3_000, 7_000])
+        #expect(g.replica.currentAntiEntropyInterval == .seconds(4))
+        // An operation refused (stamped too far ahead) changes nothing either.
+        _ = g.onOperation(Self.op(1, .load(ItemMetadata()), time: Self.t0.ns + Limits.stampLeadNs * 2), wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0 + .seconds(8))
+        #expect(Self.rounds(&g, from: Self.t0 + .seconds(8), to: Self.t0 + .seconds(10), peers: peers) == [])
+        // A digest showing bob has an operation we lack: we ask (our digest back), and rounds speed up.
+        let newer = GroupDigest(entries: [.init(replicaHash: Self.bobReplica.wireHash, counter: 2)], fingerprint: 9)
+        _ = g.onDigest(newer, wantsReply: false, from: Self.bobReplica, source: Self.source)
+        #expect(Self.rounds(&g, from: Self.t0 + .milliseconds(10_100), to: Self.t0 + .seconds(12), peers: peers) == [10_100, 11_100])
     }
 
     @Test("a lost peer's players no longer count")
