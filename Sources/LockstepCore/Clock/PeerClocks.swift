@@ -496,9 +496,14 @@ public struct PeerClocks: Sendable {
 
     /// When ``onTick(now:routes:)`` next has work for the peers in `routes`.
     public func nextDeadline(now: LocalTime, routes: [PeerID: Route]) -> LocalTime {
+        nextDeadline(now: now, isReachable: { routes[$0] != nil })
+    }
+
+    /// ``nextDeadline(now:routes:)`` for the peers `isReachable` holds: the agent asks after
+    /// every event, and building every route for it was a measurable share of an idle agent's CPU.
+    public func nextDeadline(now: LocalTime, isReachable: (PeerID) -> Bool) -> LocalTime {
         var next = reportSoon.isEmpty ? nextReport ?? now : now
-        for peer in routes.keys {
-            guard let link = links[peer] else { continue }
+        for (peer, link) in links where isReachable(peer) {
             next = min(next, link.scheduler.nextWakeup(at: now, estimate: link.estimator.estimate(at: now)))
             if let d = link.stamps.nextDeadline { next = min(next, d) }
         }

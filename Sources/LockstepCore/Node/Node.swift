@@ -187,7 +187,7 @@ public struct Node: Sendable {
     /// When ``onTick(now:)`` next has work.
     public func nextDeadline(now: LocalTime) -> LocalTime {
         var next = membership.nextDeadline(now: now)
-        next = min(next, clocks.nextDeadline(now: now, routes: membership.routes))
+        next = min(next, clocks.nextDeadline(now: now, isReachable: membership.isReachable))
         next = min(next, group.nextDeadline(now: now))
         next = min(next, syncReports.nextDeadline(now: now))
         // Only a waiting record has a coordinator deadline (its wait timeout); the view is not free.

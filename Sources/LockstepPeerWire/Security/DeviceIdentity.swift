@@ -50,21 +50,15 @@ public struct DeviceIdentity: Sendable {
 /// A member's public key (X25519, 32 bytes): its peer id and fingerprint derive from it.
 public struct MemberKey: Hashable, Sendable, CustomStringConvertible {
     public let bytes: [UInt8]
+    /// The first 16 bytes of SHA-256("lockstep device v1" ‖ key); its first 10 (80 bits) are the
+    /// fingerprint. Kept, not recomputed: agents look it up on every timer tick.
+    public let peerID: PeerID
 
     public init?(bytes: [UInt8]) {
         guard bytes.count == 32 else { return nil }
         self.bytes = bytes
-    }
-
-    /// SHA-256("lockstep device v1" ‖ key): the first 16 bytes are the peer id, the first 10
-    /// (80 bits) the fingerprint.
-    private var digest: [UInt8] { Array(SHA256.hash(data: Array("lockstep device v1".utf8) + bytes)) }
-
-    public var peerID: PeerID {
-        let d = digest
-        let high = d[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let low = d[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return PeerID(high: high, low: low)
+        let d = Array(SHA256.hash(data: Array("lockstep device v1".utf8) + bytes))
+        self.peerID = PeerID(high: d[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, low: d[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
     }
 
     /// 80 bits in base32, four groups of four (`abcd-efgh-ijkl-mnop`): what a person compares

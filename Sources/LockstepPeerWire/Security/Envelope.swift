@@ -155,6 +155,9 @@ public final class EnvelopeSealer: Sendable {
     public let incarnation: UInt64
     private let sequence: Atomic<UInt64>
     private let keys: Mutex<(epoch: UInt8, key: SymmetricKey)>
+    /// Keys derived from pairwise and session keys, by the key they came from: a peer's datagrams
+    /// go under the same session key for minutes, and deriving it for each was measurable.
+    private let derived = Mutex(DerivedKeys())
 
     /// `after`: the sequence number the first datagram follows (0 for an agent's sealer; the
     /// faults benchmark's forger starts far ahead, as an attacker may).
@@ -178,7 +181,7 @@ public final class EnvelopeSealer: Sendable {
         precondition(message.count <= Envelope.maxMessageBytes, "peer message too large for a datagram")
         let plaintext = Envelope.pad(message)
         let seq = sequence.wrappingAdd(1, ordering: .relaxed).newValue
-        let (epoch, key) = other.map { (UInt8(truncatingIfNeeded: $0.epoch), $0.datagramKey(sender: sender, incarnation: incarnation)) } ?? keys.withLock { $0 }
+        let (epoch, key) = other.map { (UInt8(truncatingIfNeeded: $0.epoch), derivedKey($0)) } ?? keys.withLock { $0 }
         var w = ByteWriter(capacity: Envelope.headerBytes + plaintext.count + Envelope.tagBytes)
         Envelope.writeHeader(.init(version: Envelope.version, epochByte: epoch, sender: sender, incarnation: incarnation, sequence: seq), into: &w)
         let aad = w.bytes
@@ -186,6 +189,14 @@ public final class EnvelopeSealer: Sendable {
         w.raw(box.ciphertext)
         w.raw(box.tag)
         return w.bytes
+    }
+
+    private func derivedKey(_ other: GroupKey) -> SymmetricKey {
+        let id = DerivedKeys.ID(bytes: other.bytes, epoch: other.epoch, sender: sender, incarnation: incarnation)
+        if let key = derived.withLock({ $0.key(id) }) { return key }
+        let key = other.datagramKey(sender: sender, incarnation: incarnation)
+        derived.withLock { $0.insert(key, for: id) }
+        return key
     }
 }
 
@@ -233,6 +244,8 @@ public final class EnvelopeOpener: Sendable {
         var boundSenders: [PeerID: SenderState] = [:]
         var tick: UInt64 = 0
         var generation: UInt64 = 0
+        /// Keys derived from pairwise and session keys (group keys' are kept per sender above).
+        var derived = DerivedKeys()
     }
 
     private let me: PeerID
@@ -317,19 +330,21 @@ public final class EnvelopeOpener: Sendable {
         // The keys to try: a group key's derived key is cached per sender; a peer's session keys
         // (up to ``maxSessionKeys``) are derived one at a time, until one opens it.
         var found: [GroupKey] = []
+        var derived: [SymmetricKey?] = []
         if cached == nil {
-            found = state.withLock { s in
-                switch h.epochByte {
+            (found, derived) = state.withLock { s in
+                let keys: [GroupKey] = switch h.epochByte {
                 case GroupKey.pairEpochByte: s.pairKeys[h.sender].map { [$0] } ?? []
                 case GroupKey.sessionEpochByte: s.sessionKeys[h.sender] ?? []
                 default: s.keys[h.epochByte].map { [$0] } ?? []
                 }
+                return (keys, groupEpoch ? keys.map { _ in nil } : keys.map { s.derived.key(Self.derivedID($0, h)) })
             }
             guard !found.isEmpty else { throw .unknownKeyEpoch }
         }
         var opened: (key: SymmetricKey, plaintext: [UInt8], index: Int)?
         for index in 0..<max(found.count, 1) {
-            let candidate = cached ?? found[index].datagramKey(sender: h.sender, incarnation: h.incarnation)
+            let candidate = cached ?? derived[index] ?? found[index].datagramKey(sender: h.sender, incarnation: h.incarnation)
             guard let box = try? ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag),
                   let plain = try? ChaChaPoly.open(box, using: candidate, authenticating: aad) else { continue }
             opened = (candidate, Array(plain), index)
@@ -339,6 +354,10 @@ public final class EnvelopeOpener: Sendable {
         let key = opened.key
         let plaintext = opened.plaintext
         if h.epochByte == GroupKey.sessionEpochByte { h.sessionKey = found[opened.index] }
+        if !groupEpoch, derived[opened.index] == nil {
+            // Kept only once it opened an authentic datagram: junk cannot fill the cache.
+            state.withLock { $0.derived.insert(key, for: Self.derivedID(found[opened.index], h)) }
+        }
         if fromMe { throw .clone }
         guard let message = Envelope.unpad(plaintext) else { throw .badPadding }
         // Authentic: now the replay check and the sender's state may change.
@@ -349,6 +368,10 @@ public final class EnvelopeOpener: Sendable {
         }
         if let verdict { throw verdict }
         return (h, message)
+    }
+
+    private static func derivedID(_ key: GroupKey, _ h: Envelope.Header) -> DerivedKeys.ID {
+        DerivedKeys.ID(bytes: key.bytes, epoch: key.epoch, sender: h.sender, incarnation: h.incarnation)
     }
 
     /// The incarnation and replay checks of an authentic datagram, against its sender's state in
