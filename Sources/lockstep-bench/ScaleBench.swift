@@ -8,7 +8,7 @@ import LockstepPlayerProtocol
 /// Per size: a lab of that many hosts (each with its own avahi-daemon), one agent per host, all
 /// started together. Measured: the time until every agent lists every other as reachable (from
 /// the last agent's start); then, after `--settle` seconds (the clock bursts are over), each
-/// agent's CPU (utime + stime from `/proc/PID/stat`), its resident memory (RSS, and PSS: the
+/// agent's CPU (``CPUTime``: the scheduler's run time of its threads, to the nanosecond), its resident memory (RSS, and PSS: the
 /// shared library pages split among the agents that map them), and the UDP datagrams and bytes
 /// its host sends (the host's `/proc/net/snmp` and `eth0` counters: the agent and its avahi),
 /// over `--seconds`; nothing else talks to the agents meanwhile. Last, the clock: every agent's
@@ -42,7 +42,7 @@ struct ScaleBench: AsyncParsableCommand {
 
     /// One agent's counters at one moment.
     struct Sample {
-        var cpuTicks: Double
+        var cpu: CPUTime
         var udpOut: Double
         var txBytes: Double
     }
@@ -52,7 +52,7 @@ struct ScaleBench: AsyncParsableCommand {
         var report = Report(benchmark: "scale")
         report.parameters = [
             "hosts": hosts, "settle_s": fmt(settle, 0), "idle_s": fmt(seconds, 0), "clock_s": fmt(clockSeconds, 0),
-            "cpu": "utime+stime of each lockstepd over the idle window, % of one core",
+            "cpu": "run time of each lockstepd's threads over the idle window (the scheduler's, /proc/PID/task/*/schedstat; utime+stime if a thread ended meanwhile), % of one core",
             "traffic": "UDP datagrams and eth0 bytes sent by each lab host (its agent and its avahi-daemon)",
             "truth": "one kernel clock, no simulated clocks: the reported offset is the error",
             "machine": "\(ProcessInfo.processInfo.activeProcessorCount) cores, shared with whatever else runs",
@@ -86,18 +86,17 @@ struct ScaleBench: AsyncParsableCommand {
 
         let pids = try (1...n).map { try pid(lab, $0, "agent") }
         let avahiPids = (1...n).compactMap { try? pid(lab, $0, "avahi") }
-        let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
         let before = try (1...n).map { try sample(lab, $0, pid: pids[$0 - 1]) }
-        let avahiBefore = avahiPids.map { cpuTicks($0) ?? 0 }
+        let avahiBefore = avahiPids.map { CPUTime(pid: $0) }
         let t0 = Date()
         try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         let after = try (1...n).map { try sample(lab, $0, pid: pids[$0 - 1]) }
-        let avahiAfter = avahiPids.map { cpuTicks($0) ?? 0 }
+        let avahiAfter = avahiPids.map { CPUTime(pid: $0) }
         let dt = Date().timeIntervalSince(t0)
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
 
-        let cpu = Stats(zip(before, after).map { ($1.cpuTicks - $0.cpuTicks) / hz / dt * 100 })
-        let avahiCPU = Stats(zip(avahiBefore, avahiAfter).map { ($1 - $0) / hz / dt * 100 })
+        let cpu = Stats(zip(before, after).map { $1.cpu.seconds(since: $0.cpu) / dt * 100 })
+        let avahiCPU = Stats(zip(avahiBefore, avahiAfter).map { $1.seconds(since: $0) / dt * 100 })
         let udp = Stats(zip(before, after).map { ($1.udpOut - $0.udpOut) / dt })
         let tx = Stats(zip(before, after).map { ($1.txBytes - $0.txBytes) / dt })
         let rss = Stats(pids.compactMap { status($0, "VmRSS") }.map { $0 / 1024 })
@@ -225,17 +224,7 @@ struct ScaleBench: AsyncParsableCommand {
             let fields = eth.split(separator: ":", maxSplits: 1).last?.split(separator: " ") ?? []
             if fields.count > 8 { txBytes = Double(fields[8]) ?? 0 }
         }
-        return Sample(cpuTicks: cpuTicks(pid) ?? 0, udpOut: udpOut, txBytes: txBytes)
-    }
-
-    /// utime + stime of `pid`, in clock ticks.
-    private func cpuTicks(_ pid: Int32) -> Double? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        // Fields after the command name: state is field 3; utime and stime are 14 and 15.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
-        return u + s
+        return Sample(cpu: CPUTime(pid: pid), udpOut: udpOut, txBytes: txBytes)
     }
 
     /// A `/proc/PID/status` field's number (kB for sizes).
