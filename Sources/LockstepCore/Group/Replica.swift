@@ -13,7 +13,7 @@
 ///    lacks sends them, and one that lacks some answers with its own digest. Partitions that
 ///    heal, restarted peers and late joiners converge in one round. While nothing happens the
 ///    rounds space out, doubling up to `maxAntiEntropyInterval`; anything new (see
-///    ``noteActivity(now:)``) brings the next round within `antiEntropyInterval` again.
+///    ``noteActivity()``) brings the next round within `antiEntropyInterval` of the last again.
 public struct Replica: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Between rounds while anything is happening.
@@ -172,7 +172,7 @@ public struct Replica: Sendable {
         return min(next, last + configuration.antiEntropyInterval)
     }
 
-    /// The interval after the last round (for status and tests).
+    /// The interval after the last round (tests read it).
     public var currentAntiEntropyInterval: TimeSpan { roundInterval }
 
     /// When ``retransmissions(now:rtt:)`` or ``antiEntropyDue(now:)`` next has work.
