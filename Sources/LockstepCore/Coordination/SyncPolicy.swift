@@ -107,14 +107,9 @@ public struct SyncPolicy: Sendable {
             break
         }
 
-        guard magnitude > c.start else {
-            confirmNextError = false
-            return nil
-        }
-        if confirmNextError {
-            confirmNextError = false
-            return nil
-        }
+        let confirming = confirmNextError
+        confirmNextError = false
+        guard magnitude > c.start, !confirming else { return nil }
         if canChangeRate && magnitude <= c.seekAbove {
             // Close the gap at up to maxNudge: ahead → slower, behind → faster.
             let duration = max(c.minNudgeDuration, TimeSpan(nanoseconds: Double(magnitude.ns) / (c.maxNudge * timeline.rate)))

@@ -193,7 +193,8 @@ public struct Dissemination: Sendable {
     public mutating func onDigest(_ digest: GroupDigest, wantsReply: Bool, from sender: ReplicaID, source: Endpoint) -> [Directive] {
         let (theirs, unknown) = digest.vector(known: replica.knownReplicas)
         replica.onDigest(theirs, from: sender, complete: !unknown)
-        var out: [Directive] = replica.log.missing(from: theirs).map { .reply(.operation($0, wantsAck: false), to: source) }
+        let missing = replica.log.missing(from: theirs)
+        var out: [Directive] = missing.map { .reply(.operation($0, wantsAck: false), to: source) }
         let state = replica.state
         if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || theirs == replica.log.applied {
             if let c = state.current { out.append(.reply(.currentRegister(c), to: source)) }
@@ -208,7 +209,7 @@ public struct Dissemination: Sendable {
             out.append(.reply(.digest(replica.digest, wantsReply: false), to: source))
         }
         // A difference either way keeps rounds at their fastest until one finds none.
-        if lacking || digest.fingerprint != state.fingerprint || out.contains(where: { if case .reply(.operation, _) = $0 { true } else { false } }) {
+        if lacking || !missing.isEmpty || digest.fingerprint != state.fingerprint {
             replica.noteActivity()
         }
         return out

@@ -57,12 +57,12 @@ public struct Replica: Sendable {
     public let configuration: Configuration
     public private(set) var log: OperationLog
     var pending: [OperationID: Pending] = [:]
-    var nextAntiEntropy: LocalTime?
+    /// When the last anti-entropy round went (nil: the next one is due at once).
+    var lastRound: LocalTime?
     /// The interval after the last round.
     var roundInterval: TimeSpan
     /// Something new since the last round (a new node has everything to learn).
     var activeSinceRound = true
-    var lastRound: LocalTime?
 
     public init(me: PeerID, incarnation: UInt64, configuration: Configuration = .init()) {
         self.me = me
@@ -153,7 +153,6 @@ public struct Replica: Sendable {
         roundInterval = activeSinceRound ? configuration.antiEntropyInterval : min(roundInterval.doubled(1), max(configuration.maxAntiEntropyInterval, configuration.antiEntropyInterval))
         activeSinceRound = false
         lastRound = now
-        nextAntiEntropy = now + roundInterval
         return true
     }
 
@@ -165,11 +164,10 @@ public struct Replica: Sendable {
         activeSinceRound = true
     }
 
-    /// When the next round is due: the scheduled one, brought in by activity since the last.
+    /// When the next round is due (nil: now): `roundInterval` after the last, or
+    /// `antiEntropyInterval` after it once something new happened.
     private var nextRound: LocalTime? {
-        guard let next = nextAntiEntropy else { return nil }
-        guard activeSinceRound, let last = lastRound else { return next }
-        return min(next, last + configuration.antiEntropyInterval)
+        lastRound.map { $0 + (activeSinceRound ? configuration.antiEntropyInterval : roundInterval) }
     }
 
     /// The interval after the last round (tests read it).
@@ -191,7 +189,6 @@ public struct Replica: Sendable {
             for (peer, entry) in p.awaiting { p.awaiting[peer] = (now, entry.attempts) }
             pending[id] = p
         }
-        nextAntiEntropy = now
         lastRound = nil
     }
 
