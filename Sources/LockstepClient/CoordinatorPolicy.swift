@@ -128,13 +128,22 @@ public struct CoordinatorPolicy: Sendable {
         }
     }
 
-    /// When to tick next: the end of a nudge, or the next report (while a reading is under way,
-    /// every ``slowReadingRetryNs``, to see it end).
+    /// When to tick next: the end of a nudge, or the next report while reports are on (while a
+    /// reading is under way, every ``slowReadingRetryNs``, to see it end), no sooner than the
+    /// command's instant. With no report to make (paused, suspended, out of group playback) and
+    /// no nudge, `Int64.max`: a paused player's coordinator must not wake for nothing (a report
+    /// due since before the pause would otherwise be due at once, for ever).
     public func nextWakeUp(now: Int64) -> Int64 {
-        let report = reading ? now.addingReportingOverflow(Self.slowReadingRetryNs) : (lastReport ?? now).addingReportingOverflow(reportIntervalNs)
-        var next = report.overflow ? Int64.max : max(now, report.partialValue)
-        if let n = nudge { next = min(next, max(now, n.until)) }
-        return next
+        var next = Int64.max
+        if reading {
+            let retry = now.addingReportingOverflow(Self.slowReadingRetryNs)
+            next = retry.overflow ? .max : retry.partialValue
+        } else if reportsOn {
+            let due = (lastReport ?? now).addingReportingOverflow(reportIntervalNs)
+            next = due.overflow ? .max : max(due.partialValue, reportsFrom)
+        }
+        if let n = nudge { next = min(next, n.until) }
+        return max(now, next)
     }
 
     /// The connection to the agent closed: nothing is in force until the agent says again.
@@ -153,8 +162,15 @@ public struct CoordinatorPolicy: Sendable {
         return [.issue(command, generation: generation)]
     }
 
+    /// The player follows a playing timeline in group playback with no suspension open: reports
+    /// go from the command's instant on.
+    private var reportsOn: Bool {
+        guard case .play? = lastCommand else { return false }
+        return inGroupPlayback && openSuspensions == 0 && reportsFrom != .max
+    }
+
     private func shouldReport(now: Int64) -> Bool {
-        guard case .play? = lastCommand, inGroupPlayback, openSuspensions == 0, now >= reportsFrom, !reading else { return false }
+        guard reportsOn, now >= reportsFrom, !reading else { return false }
         guard let last = lastReport else { return true }
         return now &- last >= reportIntervalNs
     }

@@ -72,6 +72,28 @@ struct CoordinatorPolicyTests {
         #expect(p.nextWakeUp(now: 2_011 * Self.ms) == 2_110 * Self.ms)
     }
 
+    @Test("with nothing to report (paused, suspended, out of group playback) the coordinator does not wake; a play after a pause wakes it at its instant")
+    func noWakeUpsWithNothingToDo() {
+        var p = playing()
+        #expect(p.onTick(now: 1_000 * Self.ms) == [.reportPosition])
+        p.onReported(now: 1_001 * Self.ms)
+        _ = p.onTimeline(Self.timeline(.paused, at: 1_500 * Self.ms), now: 1_400 * Self.ms)
+        // The report that was due at 1 101 ms is not due any more: a wake-up "now" would spin.
+        #expect(p.nextWakeUp(now: 1_600 * Self.ms) == .max)
+        #expect(p.nextWakeUp(now: 9_000 * Self.ms) == .max)
+        _ = p.onTimeline(Self.timeline(.playing, at: 10_000 * Self.ms), now: 9_960 * Self.ms)
+        #expect(p.nextWakeUp(now: 9_960 * Self.ms) == 10_000 * Self.ms, "not before the play's instant")
+        #expect(p.onTick(now: 10_000 * Self.ms) == [.reportPosition])
+        p.onReported(now: 10_001 * Self.ms)
+        p.onSuspensions(open: 1)
+        #expect(p.nextWakeUp(now: 10_050 * Self.ms) == .max, "suspended")
+        p.onSuspensions(open: 0)
+        #expect(p.nextWakeUp(now: 10_050 * Self.ms) == 10_100 * Self.ms)
+        _ = p.onCorrection(CorrectionEvent(kind: .rate, rate: 1.01, untilHostTimeNs: 10_080 * Self.ms, errorNs: 0), now: 10_050 * Self.ms)
+        _ = p.onGroupPlayback(active: false, now: 10_060 * Self.ms)
+        #expect(p.nextWakeUp(now: 10_060 * Self.ms) == .max, "out of group playback, the nudge ended with it")
+    }
+
     @Test("a rate correction nudges a player with the rate capability and ends on time at the timeline's rate")
     func rateNudge() {
         var p = playing()
