@@ -30,6 +30,11 @@ struct CPUTime {
         }
     }
 
+    /// Seconds of CPU used since the process started (ended threads included, in ticks).
+    var totalSeconds: Double {
+        max(ticksSeconds, Double(threads.values.reduce(0, &+)) / 1e9)
+    }
+
     /// Seconds of CPU used since `earlier`, a reading of the same process.
     func seconds(since earlier: CPUTime) -> Double {
         let ticks = max(0, ticksSeconds - earlier.ticksSeconds)
