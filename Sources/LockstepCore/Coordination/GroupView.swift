@@ -7,13 +7,19 @@ public struct GroupView: Sendable {
     public let participants: [PeerID: ParticipantRecord]
     public let reachable: Set<PeerID>
     public let timelines: LocalTimelines
+    /// How long peers took to acknowledge this node's operations.
+    public let ackDelays: AckDelays
 
-    public init(me: PeerID, state: GroupState, participants: [PeerID: ParticipantRecord], reachable: Set<PeerID>, timelines: LocalTimelines) {
+    public init(
+        me: PeerID, state: GroupState, participants: [PeerID: ParticipantRecord], reachable: Set<PeerID>, timelines: LocalTimelines,
+        ackDelays: AckDelays = AckDelays()
+    ) {
         self.me = me
         self.state = state
         self.participants = participants
         self.reachable = reachable
         self.timelines = timelines
+        self.ackDelays = ackDelays
     }
 
     /// This node, or a reachable peer.

@@ -38,6 +38,8 @@ public struct Dissemination: Sendable {
     public private(set) var clock: GroupClock
     /// Every peer's players, as they last said (this node's own included).
     public private(set) var participants: [PeerID: ParticipantRecord] = [:]
+    /// How long peers took to acknowledge this node's operations (for the lead of commands).
+    public private(set) var ackDelays = AckDelays()
     /// Where the next anti-entropy round starts in the sorted list of reachable peers.
     private var antiEntropyCursor = 0
 
@@ -123,11 +125,13 @@ public struct Dissemination: Sendable {
     /// A peer restarted or was forgotten: its players are gone with its old life.
     public mutating func onPeerGone(_ peer: PeerID) {
         participants[peer] = nil
+        ackDelays.forget(peer)
     }
 
     /// A peer left the group for good: the group clock no longer reads its clock.
     public mutating func onPeerForgotten(_ peer: PeerID) {
         participants[peer] = nil
+        ackDelays.forget(peer)
         clock.forget(peer)
     }
 
@@ -181,9 +185,10 @@ public struct Dissemination: Sendable {
         return [.changed(GroupChange(operation: nil, local: false))]
     }
 
-    /// `peer` has operation `id`.
-    public mutating func onAck(_ id: OperationID, from peer: PeerID) {
-        replica.acknowledged(id, by: peer)
+    /// `peer` has operation `id` (its `ack` arrived at `now`): how long it took, when it can
+    /// tell, goes to ``ackDelays``.
+    public mutating func onAck(_ id: OperationID, from peer: PeerID, now: LocalTime) {
+        if let delay = replica.acknowledged(id, by: peer, now: now) { ackDelays.record(delay, from: peer, at: now) }
     }
 
     /// Anti-entropy: `sender` (running as `replica`) has what `digest` says. It gets the

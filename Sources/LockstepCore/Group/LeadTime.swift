@@ -7,8 +7,11 @@
 ///
 /// plus a margin that covers one retransmission of a lost datagram; then clamped between a
 /// floor and a cap. The round trip (not half of it) stands in for the one-way delay, because a
-/// path may be asymmetric. Jellyfin uses a fixed max(2 × ping, 500 ms); on a LAN this gives tens
-/// of milliseconds. A peer that still learns of a command late joins the timeline where it is.
+/// path may be asymmetric. It is the longer of the clock exchanges' (kernel timestamps: the
+/// wire alone) and the peer's recent acknowledgements of this node's operations (``AckDelays``:
+/// the wire and the peer's agent taking the datagram in, which on a loaded or slow device is
+/// most of it). Jellyfin uses a fixed max(2 × ping, 500 ms); on a LAN this gives tens of
+/// milliseconds. A peer that still learns of a command late joins the timeline where it is.
 public enum LeadTime {
     public struct Configuration: Sendable, Equatable {
         public var floor: TimeSpan = .milliseconds(15)

@@ -48,6 +48,8 @@ public struct Replica: Sendable {
 
     struct Pending: Sendable {
         var operation: GroupOperation
+        /// When it was first sent.
+        var issuedAt: LocalTime
         /// Per peer: when to send next, and how many times it was sent.
         var awaiting: [PeerID: (next: LocalTime, attempts: Int)]
     }
@@ -89,7 +91,7 @@ public struct Replica: Sendable {
         for op in ops {
             var awaiting: [PeerID: (next: LocalTime, attempts: Int)] = [:]
             for p in peers { awaiting[p] = (now + retransmitDelay(rtt(p), attempts: 0), 1) }
-            if !awaiting.isEmpty { pending[op.id] = Pending(operation: op, awaiting: awaiting) }
+            if !awaiting.isEmpty { pending[op.id] = Pending(operation: op, issuedAt: now, awaiting: awaiting) }
         }
         return ops
     }
@@ -110,11 +112,15 @@ public struct Replica: Sendable {
     public mutating func setMembers(_ replicas: Set<ReplicaID>) { log.setMembers(replicas) }
     public mutating func setRoster(_ devices: Set<PeerID>) { log.setRoster(devices) }
 
-    /// `peer` has operation `id`.
-    public mutating func acknowledged(_ id: OperationID, by peer: PeerID) {
-        guard var p = pending[id] else { return }
+    /// `peer` has operation `id` (its `ack` arrived at `now`). Returns how long the peer took
+    /// when the operation went to it only once (Karn's rule: an `ack` after a retransmission
+    /// may answer either send), else nil.
+    @discardableResult
+    public mutating func acknowledged(_ id: OperationID, by peer: PeerID, now: LocalTime) -> TimeSpan? {
+        guard var p = pending[id], let entry = p.awaiting[peer] else { return nil }
         p.awaiting[peer] = nil
         pending[id] = p.awaiting.isEmpty ? nil : p
+        return entry.attempts == 1 ? now - p.issuedAt : nil
     }
 
     /// `peer` is gone: stop retransmitting to it (anti-entropy catches it up when it is back).

@@ -126,7 +126,7 @@ public struct Node: Sendable {
         case .checkpointVector(let entries):
             out += run(group.onCheckpointVector(entries), from: sender)
         case .ack(let id):
-            group.onAck(id, from: sender)
+            group.onAck(id, from: sender, now: now)
         case .digest(let digest, let wantsReply):
             out += run(group.onDigest(digest, wantsReply: wantsReply, from: ReplicaID(peer: sender, incarnation: incarnation), source: source), from: sender)
         case .participantDigest(let participants, let wantsReply):
@@ -311,7 +311,9 @@ public struct Node: Sendable {
 
     /// The group as the coordinator sees it now.
     public var view: GroupView {
-        GroupView(me: identity.peer, state: group.state, participants: group.participants, reachable: Set(membership.reachable), timelines: timelines)
+        GroupView(
+            me: identity.peer, state: group.state, participants: group.participants, reachable: Set(membership.reachable), timelines: timelines,
+            ackDelays: group.ackDelays)
     }
 
     /// Whether `endpoint` is known to be where a peer is: discovery gave it, or it answered a

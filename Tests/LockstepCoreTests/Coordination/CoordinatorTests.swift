@@ -75,6 +75,20 @@ struct CoordinatorTests {
         ])
     }
 
+    @Test("the lead counts how long a peer recently took to acknowledge operations, beyond its clock round trip, for 10 minutes")
+    func leadCountsAckDelays() {
+        let k = Self.coordinator()
+        let plain = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .ready)], reachable: [Self.bob])
+        var delays = AckDelays()
+        delays.record(.milliseconds(40), from: Self.bob, at: Self.t0)
+        let slow = GroupView(me: plain.me, state: plain.state, participants: plain.participants, reachable: plain.reachable, timelines: plain.timelines, ackDelays: delays)
+        let before = k.leadTime(for: Self.film, view: plain, now: Self.t0)
+        #expect(k.leadTime(for: Self.film, view: slow, now: Self.t0) - before == .milliseconds(40))
+        #expect(k.leadTime(for: Self.film, view: slow, now: Self.t0 + .seconds(601)) == before, "a delay 10 minutes old no longer counts")
+        let play = Self.proposals(k.onCommand(.play(rate: nil), reason: nil, view: slow, now: Self.t0)).first
+        #expect(play?.at == Self.t0 + before + .milliseconds(40))
+    }
+
     @Test("a player's new start latency is published (once, clamped) and anchors the next command with it; an unknown player is refused")
     func startLatencyChangesAtRunTime() {
         var k = Self.coordinator()

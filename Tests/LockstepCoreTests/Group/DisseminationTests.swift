@@ -49,8 +49,23 @@ struct DisseminationTests {
         #expect(g.onTick(now: Self.t0 + .milliseconds(39), peers: [Self.bob], rtt: { _ in .milliseconds(20) }).filter(\.isOperation).isEmpty)
         let again = g.onTick(now: Self.t0 + .milliseconds(40), peers: [Self.bob], rtt: { _ in .milliseconds(20) })
         #expect(again.contains(.send(.operation(op, wantsAck: true), to: Self.bob)))
-        g.onAck(op.id, from: Self.bob)
+        g.onAck(op.id, from: Self.bob, now: Self.t0 + .milliseconds(45))
         #expect(!g.onTick(now: Self.t0 + .seconds(10), peers: [Self.bob], rtt: { _ in nil }).contains(.send(.operation(op, wantsAck: true), to: Self.bob)))
+        #expect(g.ackDelays.worst(of: Self.bob, now: Self.t0 + .seconds(10)) == nil, "sent twice: the ack may answer either send")
+    }
+
+    @Test("the acknowledgement of an operation sent once tells how long the peer took; a duplicate ack adds nothing; a peer gone takes its delays along")
+    func ackDelays() throws {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica, ReplicaID(peer: Self.carol, incarnation: 1)])
+        _ = g.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata()), at: Self.t0), now: Self.t0, peers: [Self.bob, Self.carol], rtt: { _ in nil })
+        let op = try #require(g.log.unstable.first)
+        g.onAck(op.id, from: Self.bob, now: Self.t0 + .milliseconds(7))
+        g.onAck(op.id, from: Self.bob, now: Self.t0 + .milliseconds(90))
+        #expect(g.ackDelays.worst(of: Self.bob, now: Self.t0 + .seconds(1)) == .milliseconds(7))
+        #expect(g.ackDelays.worst(of: Self.carol, now: Self.t0 + .seconds(1)) == nil, "carol has not answered")
+        g.onPeerGone(Self.bob)
+        #expect(g.ackDelays.worst(of: Self.bob, now: Self.t0 + .seconds(1)) == nil)
     }
 
     @Test("an operation from a peer is acknowledged and applied; a duplicate only acknowledged; one waiting for an earlier one is not acknowledged")

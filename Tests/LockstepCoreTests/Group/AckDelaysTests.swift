@@ -1,0 +1,39 @@
+import Testing
+
+@testable import LockstepCore
+
+/// How long peers took to acknowledge: the worst of the latest, for a while.
+@Suite("Ack delays")
+struct AckDelaysTests {
+    static let bob = PeerID(high: 0, low: 2)
+    static let carol = PeerID(high: 0, low: 3)
+    static let t0 = LocalTime(ns: 10_000_000_000)
+
+    @Test("a peer's worst delay is the longest of its latest 8, per peer")
+    func worstOfTheLatest() {
+        var d = AckDelays()
+        d.record(.milliseconds(40), from: Self.bob, at: Self.t0)
+        for k in 1...8 { d.record(.milliseconds(Int64(k)), from: Self.bob, at: Self.t0 + .seconds(Int64(k))) }
+        #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(9)) == .milliseconds(8), "the 40 ms delay was the ninth latest")
+        d.record(.milliseconds(3), from: Self.carol, at: Self.t0)
+        #expect(d.worst(of: Self.carol, now: Self.t0 + .seconds(9)) == .milliseconds(3))
+    }
+
+    @Test("a delay counts for 10 minutes, then no longer lengthens commands")
+    func memory() {
+        var d = AckDelays()
+        d.record(.milliseconds(60), from: Self.bob, at: Self.t0)
+        d.record(.milliseconds(5), from: Self.bob, at: Self.t0 + .seconds(300))
+        #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(600)) == .milliseconds(60))
+        #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(601)) == .milliseconds(5))
+        #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(901)) == nil)
+    }
+
+    @Test("forgetting a peer drops its delays")
+    func forget() {
+        var d = AckDelays()
+        d.record(.milliseconds(9), from: Self.bob, at: Self.t0)
+        d.forget(Self.bob)
+        #expect(d.worst(of: Self.bob, now: Self.t0) == nil)
+    }
+}
