@@ -89,11 +89,11 @@ struct ScaleBench: AsyncParsableCommand {
         // and every agent's (from its start), as shares of all the machine's cores.
         let discoveryCapacity = Date().timeIntervalSince(firstStart) * Double(ProcessInfo.processInfo.activeProcessorCount)
         let avahiDiscovery = zip(avahiAtStart, avahiPids.map { CPUTime(pid: $0) }).map { $1.seconds(since: $0) }.reduce(0, +) / discoveryCapacity * 100
-        let agentsDiscovery = (1...n).compactMap { try? pid(lab, $0, "agent") }.map { CPUTime(pid: $0).totalSeconds }.reduce(0, +) / discoveryCapacity * 100
+        let pids = try (1...n).map { try pid(lab, $0, "agent") }
+        let agentsDiscovery = pids.map { CPUTime(pid: $0).totalSeconds }.reduce(0, +) / discoveryCapacity * 100
         options.progress("  all reachable after \(fmt(reachableAfter)) s (meanwhile avahi-daemons \(fmt(avahiDiscovery, 0)) %, agents \(fmt(agentsDiscovery, 0)) % of the machine); settling \(fmt(settle, 0)) s")
         try await Task.sleep(nanoseconds: UInt64(settle * 1e9))
 
-        let pids = try (1...n).map { try pid(lab, $0, "agent") }
         let before = try (1...n).map { try sample(lab, $0, pid: pids[$0 - 1]) }
         let avahiBefore = avahiPids.map { CPUTime(pid: $0) }
         let t0 = Date()

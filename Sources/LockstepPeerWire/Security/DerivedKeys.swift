@@ -11,6 +11,18 @@ struct DerivedKeys: Sendable {
         var epoch: UInt32
         var sender: PeerID
         var incarnation: UInt64
+
+        /// The datagram key that `key` gives `sender` in its `incarnation`.
+        init(_ key: GroupKey, sender: PeerID, incarnation: UInt64) {
+            self.init(bytes: key.bytes, epoch: key.epoch, sender: sender, incarnation: incarnation)
+        }
+
+        init(bytes: [UInt8], epoch: UInt32, sender: PeerID, incarnation: UInt64) {
+            self.bytes = bytes
+            self.epoch = epoch
+            self.sender = sender
+            self.incarnation = incarnation
+        }
     }
 
     static let capacity = 512

@@ -56,9 +56,10 @@ public struct MemberKey: Hashable, Sendable, CustomStringConvertible {
 
     public init?(bytes: [UInt8]) {
         guard bytes.count == 32 else { return nil }
+        // A SHA-256 digest always has 16 bytes to spare: this guard never fails.
+        guard let id = PeerID(bytes: Array(SHA256.hash(data: Array("lockstep device v1".utf8) + bytes)).prefix(16)) else { return nil }
         self.bytes = bytes
-        let d = Array(SHA256.hash(data: Array("lockstep device v1".utf8) + bytes))
-        self.peerID = PeerID(high: d[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, low: d[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        self.peerID = id
     }
 
     /// 80 bits in base32, four groups of four (`abcd-efgh-ijkl-mnop`): what a person compares

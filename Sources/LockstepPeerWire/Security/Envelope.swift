@@ -192,7 +192,7 @@ public final class EnvelopeSealer: Sendable {
     }
 
     private func derivedKey(_ other: GroupKey) -> SymmetricKey {
-        let id = DerivedKeys.ID(bytes: other.bytes, epoch: other.epoch, sender: sender, incarnation: incarnation)
+        let id = DerivedKeys.ID(other, sender: sender, incarnation: incarnation)
         if let key = derived.withLock({ $0.key(id) }) { return key }
         let key = other.datagramKey(sender: sender, incarnation: incarnation)
         derived.withLock { $0.insert(key, for: id) }
@@ -338,7 +338,7 @@ public final class EnvelopeOpener: Sendable {
                 case GroupKey.sessionEpochByte: s.sessionKeys[h.sender] ?? []
                 default: s.keys[h.epochByte].map { [$0] } ?? []
                 }
-                return (keys, groupEpoch ? keys.map { _ in nil } : keys.map { s.derived.key(Self.derivedID($0, h)) })
+                return (keys, groupEpoch ? keys.map { _ in nil } : keys.map { s.derived.key(DerivedKeys.ID($0, sender: h.sender, incarnation: h.incarnation)) })
             }
             guard !found.isEmpty else { throw .unknownKeyEpoch }
         }
@@ -356,7 +356,7 @@ public final class EnvelopeOpener: Sendable {
         if h.epochByte == GroupKey.sessionEpochByte { h.sessionKey = found[opened.index] }
         if !groupEpoch, derived[opened.index] == nil {
             // Kept only once it opened an authentic datagram: junk cannot fill the cache.
-            state.withLock { $0.derived.insert(key, for: Self.derivedID(found[opened.index], h)) }
+            state.withLock { $0.derived.insert(key, for: DerivedKeys.ID(found[opened.index], sender: h.sender, incarnation: h.incarnation)) }
         }
         if fromMe { throw .clone }
         guard let message = Envelope.unpad(plaintext) else { throw .badPadding }
@@ -368,10 +368,6 @@ public final class EnvelopeOpener: Sendable {
         }
         if let verdict { throw verdict }
         return (h, message)
-    }
-
-    private static func derivedID(_ key: GroupKey, _ h: Envelope.Header) -> DerivedKeys.ID {
-        DerivedKeys.ID(bytes: key.bytes, epoch: key.epoch, sender: h.sender, incarnation: h.incarnation)
     }
 
     /// The incarnation and replay checks of an authentic datagram, against its sender's state in
