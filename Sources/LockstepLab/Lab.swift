@@ -51,10 +51,15 @@ public final class Lab: @unchecked Sendable {
 
     deinit { destroy() }
 
-    /// Kills everything the lab started and deletes its namespaces. Safe to call twice.
+    /// Kills everything the lab started and deletes its namespaces. Safe to call twice. With
+    /// `LOCKSTEP_LAB_KEEP=DIR`, the lab's directory (agent, player and avahi logs, state) is
+    /// copied into DIR first: how a lab test that fails one run in ten is read afterwards.
     public func destroy() {
         guard !destroyed else { return }
         destroyed = true
+        if let keep = ProcessInfo.processInfo.environment["LOCKSTEP_LAB_KEEP"], !keep.isEmpty {
+            _ = try? Shell.run("/bin/cp", ["-a", directory, keep + "/" + URL(fileURLWithPath: directory).lastPathComponent])
+        }
         _ = try? run(["destroy", directory])
     }
 

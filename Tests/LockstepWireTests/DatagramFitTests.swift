@@ -30,7 +30,7 @@ struct DatagramFitTests {
             ("the fullest item register", .itemRegister(ItemRecord(item: longest, metadata: metadata, timeline: timeline, clock: far, alternate: RelayedAnchor(via: far, anchorTime: PeerTime(ns: 1), bound: .seconds(10)), action: .start, reason: reason, by: String(repeating: "p", count: PlayerStatus.maxNameBytes), stamp: stamp))),
             ("the fullest current register", .currentRegister(CurrentRecord(item: longest, metadata: metadata, by: String(repeating: "p", count: PlayerStatus.maxNameBytes), stamp: stamp))),
             ("a digest with every entry", .digest(GroupDigest(entries: (0..<GroupDigest.maxEntries).map { .init(replicaHash: UInt64($0), counter: .max) }, fingerprint: .max), wantsReply: true)),
-            ("a full checkpoint vector", .checkpointVector(heads(PeerMessage.maxCheckpointEntries).map { .init(replica: $0.replica, counter: .max) })),
+            ("a full checkpoint vector", .checkpointVector(heads(PeerMessage.maxCheckpointEntries).map { .init(replica: $0.replica, counter: .max) }, fingerprint: .max)),
             ("a full participant digest", .participantDigest((0..<PeerMessage.maxParticipantDigests).map { ParticipantDigest(peer: PeerID(high: UInt64($0), low: 0), incarnation: .max, version: .max) }, wantsReply: true)),
         ]
     }

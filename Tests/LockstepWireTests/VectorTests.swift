@@ -93,7 +93,7 @@ struct VectorTests {
             ("item register, with an alternate anchor", .itemRegister(record)),
             ("current register", .currentRegister(CurrentRecord(item: film, metadata: ItemMetadata(title: "Night"), by: "living room tv", stamp: stamp))),
             ("current register: stopped", .currentRegister(CurrentRecord(item: nil, stamp: stamp))),
-            ("checkpoint vector: which operations the registers include", .checkpointVector([.init(replica: ra, counter: 42), .init(replica: rb, counter: 17)].sorted { $0.replica < $1.replica })),
+            ("checkpoint vector: which operations the registers include", .checkpointVector([.init(replica: ra, counter: 42), .init(replica: rb, counter: 17)].sorted { $0.replica < $1.replica }, fingerprint: 0x0123_4567_89AB_CDEF)),
             ("ack", .ack(stamp.id)),
             ("digest", .digest(digest, wantsReply: true)),
             ("digest of an empty history", .digest(GroupDigest(entries: [], fingerprint: 0), wantsReply: false)),

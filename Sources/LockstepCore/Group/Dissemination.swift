@@ -30,6 +30,9 @@ public struct Dissemination: Sendable {
         case operation(OperationLog.Refusal)
         /// A participant record about this node, newer than its own: another peer speaking for it.
         case speaksForUs
+        /// A checkpoint vector whose registers have not all arrived (lost, held back or
+        /// reordered): the next anti-entropy round sends them again.
+        case checkpointIncomplete
     }
 
     public let me: PeerID
@@ -42,6 +45,11 @@ public struct Dissemination: Sendable {
     public private(set) var ackDelays = AckDelays()
     /// Where the next anti-entropy round starts in the sorted list of reachable peers.
     private var antiEntropyCursor = 0
+    /// The registers each peer sent lately, merged: a checkpoint vector is taken only when they
+    /// make the state its fingerprint names (``onCheckpointVector(_:fingerprint:from:)``).
+    private var registersFrom: [PeerID: GroupState] = [:]
+    /// Peers whose registers are kept at once, at most (members are fewer; a bound all the same).
+    static let maxRegisterSenders = 64
 
     public init(me: PeerID, incarnation: UInt64, configuration: Replica.Configuration = .init()) {
         self.me = me
@@ -120,12 +128,14 @@ public struct Dissemination: Sendable {
     public mutating func onPeerLost(_ peer: PeerID) {
         replica.forget(peer)
         participants[peer] = nil
+        registersFrom[peer] = nil
     }
 
     /// A peer restarted or was forgotten: its players are gone with its old life.
     public mutating func onPeerGone(_ peer: PeerID) {
         participants[peer] = nil
         ackDelays.forget(peer)
+        registersFrom[peer] = nil
     }
 
     /// A peer left the group for good: the group clock no longer reads its clock.
@@ -133,6 +143,7 @@ public struct Dissemination: Sendable {
         participants[peer] = nil
         ackDelays.forget(peer)
         clock.forget(peer)
+        registersFrom[peer] = nil
     }
 
     // MARK: - Messages
@@ -159,8 +170,9 @@ public struct Dissemination: Sendable {
         }
     }
 
-    /// A register of `sender`'s folded state.
-    public mutating func onRegister(_ record: ItemRecord) -> [Directive] {
+    /// A register of `sender`'s state.
+    public mutating func onRegister(_ record: ItemRecord, from sender: PeerID) -> [Directive] {
+        keepRegisters(from: sender) { $0.merge(record) }
         let before = replica.state
         replica.importRecord(record)
         guard replica.state != before else { return [] }
@@ -168,7 +180,8 @@ public struct Dissemination: Sendable {
         return [.changed(GroupChange(operation: nil, local: false))]
     }
 
-    public mutating func onRegister(_ record: CurrentRecord) -> [Directive] {
+    public mutating func onRegister(_ record: CurrentRecord, from sender: PeerID) -> [Directive] {
+        keepRegisters(from: sender) { $0.merge(record) }
         let before = replica.state
         replica.importRecord(record)
         guard replica.state != before else { return [] }
@@ -176,13 +189,31 @@ public struct Dissemination: Sendable {
         return [.changed(GroupChange(operation: nil, local: false))]
     }
 
-    /// Which operations the registers `sender` sent include.
-    public mutating func onCheckpointVector(_ entries: [VersionVector.Entry]) -> [Directive] {
+    /// Which operations the registers `sender` sent include; `fingerprint` is that of its state,
+    /// the registers it sent. Taken only if the registers received from `sender` make exactly
+    /// that state: counting operations as had without their effect (a register lost on the way,
+    /// or held back by the reply budget) would let this replica fold its own operations on a
+    /// checkpoint that lacks the group's timeline, and that register would then win everywhere
+    /// by stamp (a restarted agent's `load` rewinding the group). Refused, the registers are
+    /// forgotten; the next round brings them and the vector again.
+    public mutating func onCheckpointVector(_ entries: [VersionVector.Entry], fingerprint: UInt64, from sender: PeerID) -> [Directive] {
+        guard registersFrom[sender]?.fingerprint == fingerprint else {
+            registersFrom[sender] = nil
+            replica.noteActivity()
+            return [.refused(.checkpointIncomplete)]
+        }
         let before = replica.state
         replica.importFolded(entries)
         guard replica.state != before else { return [] }
         replica.noteActivity()
         return [.changed(GroupChange(operation: nil, local: false))]
+    }
+
+    private mutating func keepRegisters(from sender: PeerID, _ merge: (inout GroupState) -> Void) {
+        if registersFrom[sender] == nil, registersFrom.count >= Self.maxRegisterSenders, let any = registersFrom.keys.min() {
+            registersFrom[any] = nil
+        }
+        merge(&registersFrom[sender, default: GroupState()])
     }
 
     /// `peer` has operation `id` (its `ack` arrived at `now`): how long it took, when it can
@@ -201,12 +232,14 @@ public struct Dissemination: Sendable {
         let missing = replica.log.missing(from: theirs)
         var out: [Directive] = missing.map { .reply(.operation($0, wantsAck: false), to: source) }
         let state = replica.state
-        if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || theirs == replica.log.applied {
+        // "Has every operation this node has" only if the digest names no replica unknown here:
+        // one that does has more, and this state's registers would beat the group's by stamp.
+        if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || (!unknown && theirs == replica.log.applied) {
             if let c = state.current { out.append(.reply(.currentRegister(c), to: source)) }
             out += state.records.map { .reply(.itemRegister($0), to: source) }
             let folded = replica.log.folded.entries
             out += stride(from: 0, to: folded.count, by: PeerMessage.maxCheckpointEntries).map {
-                .reply(.checkpointVector(Array(folded[$0..<min($0 + PeerMessage.maxCheckpointEntries, folded.count)])), to: source)
+                .reply(.checkpointVector(Array(folded[$0..<min($0 + PeerMessage.maxCheckpointEntries, folded.count)]), fingerprint: state.fingerprint), to: source)
             }
         }
         let lacking = unknown || replica.log.lacksSomething(of: theirs)

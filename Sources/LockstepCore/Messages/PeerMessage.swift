@@ -31,8 +31,11 @@ public enum PeerMessage: Equatable, Sendable {
     /// The sender's current-item register, likewise.
     case currentRegister(CurrentRecord)
     /// Which operations the registers sent with it include (part of the sender's checkpoint
-    /// vector: at most ``maxCheckpointEntries`` per message, more in several).
-    case checkpointVector([VersionVector.Entry])
+    /// vector: at most ``maxCheckpointEntries`` per message, more in several), and the
+    /// fingerprint of those registers (the sender's state): the receiver takes the vector only
+    /// once it holds every one of them, so that it never counts as had operations whose effect
+    /// it lacks (a register lost on the way).
+    case checkpointVector([VersionVector.Entry], fingerprint: UInt64)
     /// The operation with this id arrived.
     case ack(OperationID)
     /// Anti-entropy: which operations the sender has, and a fingerprint of its state.

@@ -120,11 +120,11 @@ public struct Node: Sendable {
             feedGroupClock(now: now)
             out += run(group.onOperation(op, wantsAck: wantsAck, from: sender, source: source, now: now), from: sender)
         case .itemRegister(let record):
-            out += run(group.onRegister(record), from: sender)
+            out += run(group.onRegister(record, from: sender), from: sender)
         case .currentRegister(let record):
-            out += run(group.onRegister(record), from: sender)
-        case .checkpointVector(let entries):
-            out += run(group.onCheckpointVector(entries), from: sender)
+            out += run(group.onRegister(record, from: sender), from: sender)
+        case .checkpointVector(let entries, let fingerprint):
+            out += run(group.onCheckpointVector(entries, fingerprint: fingerprint, from: sender), from: sender)
         case .ack(let id):
             group.onAck(id, from: sender, now: now)
         case .digest(let digest, let wantsReply):
@@ -438,6 +438,7 @@ public struct Node: Sendable {
             case .operation(.invalidHeads): return .dropped(.invalidHeads, from: sender)
             case .operation(.retired): return .dropped(.retiredReplica, from: sender)
             case .speaksForUs: return .dropped(.speaksForUs, from: sender)
+            case .checkpointIncomplete: return .dropped(.checkpointIncomplete, from: sender)
             }
         }
     }

@@ -36,6 +36,8 @@ public enum DropReason: String, Sendable, Equatable {
     case retiredReplica = "retired_replica"
     /// A participant record about this node, newer than its own.
     case speaksForUs = "speaks_for_us"
+    /// A checkpoint vector whose registers have not all arrived (sent again next round).
+    case checkpointIncomplete = "checkpoint_incomplete"
     /// A clock reply echoing a `t1` this node did not send for its exchange (replayed or forged).
     case wrongEcho = "wrong_echo"
     /// A `goodbye` or a clock report (what one peer says that changes how others see a third)

@@ -16,7 +16,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case participant = 0x14
     case currentRegister = 0x15
     case participantDigest = 0x16
-    case checkpointVector = 0x17
+    case checkpointVector = 0x18
     case clockReport = 0x20
     case syncReport = 0x21
     case epochKey = 0x30

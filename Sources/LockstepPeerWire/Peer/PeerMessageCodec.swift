@@ -41,7 +41,8 @@ extension PeerMessage {
             Self.write(r.metadata, into: &w)
             w.string(r.by ?? "")
             Self.write(r.stamp, into: &w)
-        case .checkpointVector(let entries):
+        case .checkpointVector(let entries, let fingerprint):
+            w.u64(fingerprint)
             let kept = entries.prefix(PeerMessage.maxCheckpointEntries)
             w.u8(UInt8(kept.count))
             for e in kept {
@@ -258,6 +259,7 @@ extension PeerMessage {
             let by = try readBy(&r)
             message = .currentRegister(CurrentRecord(item: item, metadata: metadata, by: by, stamp: try readStamp(&r)))
         case .checkpointVector:
+            let fingerprint = try r.u64("fingerprint")
             let n = Int(try r.u8("entries.count"))
             guard n <= maxCheckpointEntries else { throw .tooLong(field: "entries", limit: maxCheckpointEntries) }
             var entries: [VersionVector.Entry] = []
@@ -267,7 +269,7 @@ extension PeerMessage {
                 guard entries.last.map({ $0.replica < id.replica }) ?? true else { throw .invalid(field: "entries") }
                 entries.append(.init(replica: id.replica, counter: id.seq))
             }
-            message = .checkpointVector(entries)
+            message = .checkpointVector(entries, fingerprint: fingerprint)
         case .ack:
             message = .ack(try readOperationID(&r, "ack"))
         case .digest:

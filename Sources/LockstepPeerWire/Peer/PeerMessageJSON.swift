@@ -16,7 +16,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case type, exchange, echo, t1, t2, t3, t4, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
-        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer
+        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint
     }
 
     public init(from decoder: any Decoder) throws {
@@ -44,7 +44,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case "current_register":
             message = .currentRegister(try c.decode(CurrentRecord.self, forKey: .record))
         case "checkpoint_vector":
-            message = .checkpointVector(try c.decode([VersionVector.Entry].self, forKey: .entries))
+            message = .checkpointVector(try c.decode([VersionVector.Entry].self, forKey: .entries), fingerprint: try c.decode(UInt64.self, forKey: .fingerprint))
         case "ack":
             message = .ack(try c.decode(OperationID.self, forKey: .id))
         case "digest":
@@ -111,8 +111,9 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(r, forKey: .record)
         case .currentRegister(let r):
             try c.encode(r, forKey: .record)
-        case .checkpointVector(let entries):
+        case .checkpointVector(let entries, let fingerprint):
             try c.encode(entries, forKey: .entries)
+            try c.encode(fingerprint, forKey: .fingerprint)
         case .ack(let id):
             try c.encode(id, forKey: .id)
         case .digest(let d, let wantsReply):

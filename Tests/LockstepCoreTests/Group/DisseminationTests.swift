@@ -116,9 +116,9 @@ struct DisseminationTests {
         let record = try #require(g.state.items[Self.film])
         #expect(answer.contains(.reply(.itemRegister(record), to: Self.source)))
         var other = Dissemination(me: Self.carol, incarnation: 1)
-        #expect(other.onRegister(record) == [.changed(GroupChange(operation: nil, local: false))])
+        #expect(other.onRegister(record, from: Self.me) == [.changed(GroupChange(operation: nil, local: false))])
         #expect(other.state.items[Self.film] == record)
-        #expect(other.onRegister(record) == [])
+        #expect(other.onRegister(record, from: Self.me) == [])
     }
 
     @Test("a restarted peer (a new replica) gets the folded state and what it includes; operations that depend on folded ones then apply there")
@@ -142,9 +142,9 @@ struct DisseminationTests {
             guard case .reply(let m, _) = d else { continue }
             switch m {
             case .operation(let op, _): _ = carol.onOperation(op, wantsAck: false, from: Self.me, source: Self.source, now: Self.t0)
-            case .itemRegister(let r): _ = carol.onRegister(r)
-            case .currentRegister(let r): _ = carol.onRegister(r)
-            case .checkpointVector(let e): _ = carol.onCheckpointVector(e)
+            case .itemRegister(let r): _ = carol.onRegister(r, from: Self.me)
+            case .currentRegister(let r): _ = carol.onRegister(r, from: Self.me)
+            case .checkpointVector(let e, let f): _ = carol.onCheckpointVector(e, fingerprint: f, from: Self.me)
             default: break
             }
         }
@@ -154,34 +154,118 @@ struct DisseminationTests {
         #expect(carol.state.items[Self.film]?.timeline.phase == .paused)
     }
 
-    @Test("an agent restarted alone loads the group's item before it knows anyone: the load reaches the group as an operation and leaves its timeline playing")
-    func loadWhileAlone() throws {
-        let group = ReplicaID(peer: Self.me, incarnation: 4), restarted = ReplicaID(peer: Self.carol, incarnation: 2)
-        var g = Dissemination(me: Self.me, incarnation: 4)
-        g.onMembers([Self.bobReplica])
-        for op in [Self.op(1, .load(ItemMetadata())), Self.op(2, .play(rate: nil, waits: false))] { _ = g.onOperation(op, wantsAck: false, from: Self.bob, source: Self.source, now: Self.t0) }
-        _ = g.onDigest(GroupDigest(entries: [.init(replicaHash: Self.bobReplica.wireHash, counter: 2)], fingerprint: 0), wantsReply: false, from: Self.bobReplica, source: Self.source)
-        #expect(g.log.unstable.isEmpty && g.state.items[Self.film]?.timeline.phase == .playing)
-        var carol = Dissemination(me: Self.carol, incarnation: 2)
-        _ = carol.onProposal(Proposal(item: Self.film, command: .load(ItemMetadata()), at: Self.t0), now: Self.t0, peers: [], rtt: { _ in nil })
-        // They meet: each answers the other's digest.
-        g.onMembers([Self.bobReplica, restarted])
-        carol.onMembers([group, Self.bobReplica])
-        func deliver(_ directives: [Dissemination.Directive], to d: inout Dissemination, from sender: PeerID) {
-            for case .reply(let m, _) in directives {
-                switch m {
-                case .operation(let op, _): _ = d.onOperation(op, wantsAck: false, from: sender, source: Self.source, now: Self.t0)
-                case .itemRegister(let r): _ = d.onRegister(r)
-                case .currentRegister(let r): _ = d.onRegister(r)
-                case .checkpointVector(let e): _ = d.onCheckpointVector(e)
-                default: break
-                }
+    static let group = ReplicaID(peer: me, incarnation: 4)
+    static let restarted = ReplicaID(peer: carol, incarnation: 2)
+
+    /// This node with bob's load and play of the film, folded (bob's digest shows he has both) if `folded`.
+    static func playingGroup(folded: Bool) -> Dissemination {
+        var g = Dissemination(me: me, incarnation: 4)
+        g.onMembers([bobReplica])
+        for op in [op(1, .load(ItemMetadata())), op(2, .play(rate: nil, waits: false))] { _ = g.onOperation(op, wantsAck: false, from: bob, source: source, now: t0) }
+        if folded {
+            _ = g.onDigest(GroupDigest(entries: [.init(replicaHash: bobReplica.wireHash, counter: 2)], fingerprint: 0), wantsReply: false, from: bobReplica, source: source)
+        }
+        return g
+    }
+
+    /// Carol restarted (a new replica) and her player loaded the film before she knew anyone:
+    /// her replica, and what it sent to `peers`.
+    static func restartedCarol(sendingTo peers: [PeerID]) -> (Dissemination, [Dissemination.Directive]) {
+        var carol = Dissemination(me: carol, incarnation: 2)
+        let sent = carol.onProposal(Proposal(item: film, command: .load(ItemMetadata()), at: t0), now: t0, peers: peers, rtt: { _ in nil })
+        return (carol, sent)
+    }
+
+    /// Hands the operations, registers and checkpoint vectors among `directives` to `d` (except
+    /// the messages `lost` picks); returns what each checkpoint vector came to.
+    @discardableResult
+    static func deliver(_ directives: [Dissemination.Directive], to d: inout Dissemination, from sender: PeerID, lost: (PeerMessage) -> Bool = { _ in false }) -> [[Dissemination.Directive]] {
+        var vectors: [[Dissemination.Directive]] = []
+        for directive in directives {
+            let message: PeerMessage
+            switch directive {
+            case .reply(let m, _), .send(let m, _): message = m
+            default: continue
+            }
+            guard !lost(message) else { continue }
+            switch message {
+            case .operation(let op, let wantsAck): _ = d.onOperation(op, wantsAck: wantsAck, from: sender, source: source, now: t0)
+            case .itemRegister(let r): _ = d.onRegister(r, from: sender)
+            case .currentRegister(let r): _ = d.onRegister(r, from: sender)
+            case .checkpointVector(let e, let f): vectors.append(d.onCheckpointVector(e, fingerprint: f, from: sender))
+            default: break
             }
         }
-        deliver(carol.onDigest(g.replica.digest, wantsReply: false, from: group, source: Self.source), to: &g, from: Self.carol)
-        deliver(g.onDigest(carol.replica.digest, wantsReply: false, from: restarted, source: Self.source), to: &carol, from: Self.me)
+        return vectors
+    }
+
+    static func isRegister(_ m: PeerMessage) -> Bool {
+        switch m {
+        case .itemRegister, .currentRegister: true
+        default: false
+        }
+    }
+
+    @Test("an agent restarted alone loads the group's item before it knows anyone: the load reaches the group as an operation and leaves its timeline playing")
+    func loadWhileAlone() throws {
+        var g = Self.playingGroup(folded: true)
+        #expect(g.log.unstable.isEmpty && g.state.items[Self.film]?.timeline.phase == .playing)
+        var (carol, _) = Self.restartedCarol(sendingTo: [])
+        // They meet: each answers the other's digest.
+        g.onMembers([Self.bobReplica, Self.restarted])
+        carol.onMembers([Self.group, Self.bobReplica])
+        Self.deliver(carol.onDigest(g.replica.digest, wantsReply: false, from: Self.group, source: Self.source), to: &g, from: Self.carol)
+        Self.deliver(g.onDigest(carol.replica.digest, wantsReply: false, from: Self.restarted, source: Self.source), to: &carol, from: Self.me)
         #expect(g.state.items[Self.film]?.timeline.phase == .playing, "the group plays on")
         #expect(carol.state == g.state, "and the restarted agent holds the same")
+    }
+
+    @Test("a restarted agent whose load the group already has does not send its state back as registers when the group's digest also names operations it has not seen: the group plays on")
+    func restartedLoadMeetsDigestFirst() throws {
+        var g = Self.playingGroup(folded: false)
+        var (carol, sent) = Self.restartedCarol(sendingTo: [Self.me])
+        g.onMembers([Self.bobReplica, Self.restarted])
+        carol.onMembers([Self.group])
+        // Carol's load reaches the group as an operation, applied after the play: still playing.
+        Self.deliver(sent, to: &g, from: Self.carol)
+        #expect(g.state.items[Self.film]?.timeline.phase == .playing)
+        // The group's digest reaches carol before anything of bob's: it names her load (which she
+        // has) and bob's operations, of a replica she does not know. It does not show "exactly
+        // what she has", so her lone load's register must not go back.
+        let answer = carol.onDigest(g.replica.digest, wantsReply: false, from: Self.group, source: Self.source)
+        let registers = answer.filter { if case .reply(let m, _) = $0 { Self.isRegister(m) } else { false } }
+        #expect(registers.isEmpty, "sent \(registers)")
+        #expect(answer.contains { if case .reply(.digest, _) = $0 { true } else { false } }, "she asks for what she lacks")
+        Self.deliver(answer, to: &g, from: Self.carol)
+        #expect(g.state.items[Self.film]?.timeline.phase == .playing, "the group plays on")
+        Self.deliver(g.onDigest(carol.replica.digest, wantsReply: false, from: Self.restarted, source: Self.source), to: &carol, from: Self.me)
+        #expect(carol.state == g.state, "and carol, given the group's history, holds the same")
+    }
+
+    @Test("a checkpoint vector whose registers were lost on the way is refused and counted: the restarted agent does not fold its load on a checkpoint without the group's timeline, and the group plays on")
+    func checkpointVectorWithoutItsRegisters() throws {
+        var g = Self.playingGroup(folded: true)
+        #expect(g.log.unstable.isEmpty, "the group's history is folded")
+        var (carol, sent) = Self.restartedCarol(sendingTo: [Self.me])
+        g.onMembers([Self.bobReplica, Self.restarted])
+        carol.onMembers([Self.group])
+        Self.deliver(sent, to: &g, from: Self.carol)
+        // Carol's digest draws the registers and the checkpoint vector; the registers are lost
+        // (an unvalidated path's reply budget held them back), the vector arrives.
+        let answer = g.onDigest(carol.replica.digest, wantsReply: false, from: Self.restarted, source: Self.source)
+        #expect(answer.contains { if case .reply(.itemRegister, _) = $0 { true } else { false } })
+        let refused = Self.deliver(answer, to: &carol, from: Self.me, lost: Self.isRegister)
+        #expect(refused == [[.refused(.checkpointIncomplete)]])
+        // Every member's digest now shows carol has all it needs: were the vector taken, her load
+        // would fold alone and its register beat the group's timeline.
+        _ = carol.onDigest(g.replica.digest, wantsReply: false, from: Self.group, source: Self.source)
+        #expect(carol.log.unstable.count == 1, "her load stays an operation")
+        // The next round brings registers and vector together: one state, playing.
+        let taken = Self.deliver(g.onDigest(carol.replica.digest, wantsReply: false, from: Self.restarted, source: Self.source), to: &carol, from: Self.me)
+        #expect(taken.count == 1 && !taken.contains([.refused(.checkpointIncomplete)]))
+        Self.deliver(carol.onDigest(g.replica.digest, wantsReply: false, from: Self.group, source: Self.source), to: &g, from: Self.carol)
+        #expect(g.state.items[Self.film]?.timeline.phase == .playing, "the group plays on")
+        #expect(carol.state == g.state)
     }
 
     @Test("participant records: a peer speaks for itself, others relay only reachable peers' records, nobody speaks for us")
