@@ -398,7 +398,12 @@ public struct Node: Sendable {
         }
     }
 
-    private func run(_ directives: [PeerClocks.Directive]) -> [NodeDirective] {
+    // The two `run`s below change nothing, yet are `mutating`: their callers pass what a
+    // mutating call on one of the node's parts returns (`run(clocks.onTick(…))`). Borrowing the
+    // node for a non-mutating call across that mutation made Swift copy the whole node first,
+    // and then every collection the part mutated was copied too (`perf` of an idle agent: the
+    // clock links' dictionary, once per tick and per datagram).
+    private mutating func run(_ directives: [PeerClocks.Directive]) -> [NodeDirective] {
         directives.compactMap { d in
             switch d {
             case .sendRequest(let exchange, let to): return .sendClockRequest(exchange: exchange, to: to)
@@ -413,7 +418,7 @@ public struct Node: Sendable {
         }
     }
 
-    private func run(_ directives: [Dissemination.Directive], from sender: PeerID?) -> [NodeDirective] {
+    private mutating func run(_ directives: [Dissemination.Directive], from sender: PeerID?) -> [NodeDirective] {
         directives.flatMap { d -> [NodeDirective] in
             switch d {
             case .changed(let change):
