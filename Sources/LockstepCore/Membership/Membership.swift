@@ -128,6 +128,14 @@ public struct Membership: Sendable {
     /// Peers this node does not exchange with regularly (a large group's clock mesh reaches them
     /// in two hops): heard from seldom, kept alive by others' reports.
     public private(set) var indirect: Set<PeerID> = []
+    /// What DNS-SD showed of strangers that gave way to newcomers, oldest first (see
+    /// ``StrangerBudget``): given back to the peer when it reappears.
+    private var evicted: [EvictedSightings] = []
+
+    struct EvictedSightings: Sendable {
+        var peer: PeerID
+        var sightings: [Sighting: [Endpoint]]
+    }
 
     public init(me: PeerID, configuration: Configuration = .init()) {
         self.me = me
@@ -160,7 +168,12 @@ public struct Membership: Sendable {
 
     /// DNS-SD withdrew an instance on an interface.
     public mutating func onWithdrawal(_ sighting: Sighting, now: LocalTime) -> [Event] {
-        guard let id = peers.first(where: { $0.value.sightings[sighting] != nil })?.key, var p = peers[id] else { return [] }
+        guard let id = peers.first(where: { $0.value.sightings[sighting] != nil })?.key, var p = peers[id] else {
+            // A stranger that gave way: DNS-SD no longer vouches for it.
+            for i in evicted.indices { evicted[i].sightings[sighting] = nil }
+            evicted.removeAll { $0.sightings.isEmpty }
+            return []
+        }
         var events: [Event] = []
         p.sightings[sighting] = nil
         Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfter)
@@ -438,6 +451,11 @@ public struct Membership: Sendable {
         let strangers = peers.values.count { $0.lastHeard == nil }
         if peers.count >= configuration.maxPeers || (!authenticated && strangers >= configuration.strangers.maxUnheard),
             let evictee = StrangerBudget.evictee(among: peers) {
+            if let gone = peers[evictee], !gone.sightings.isEmpty {
+                evicted.removeAll { $0.peer == evictee }
+                evicted.append(EvictedSightings(peer: evictee, sightings: gone.sightings))
+                if evicted.count > configuration.strangers.maxRemembered { evicted.removeFirst(evicted.count - configuration.strangers.maxRemembered) }
+            }
             peers[evictee] = nil
             events.append(.forgotten(evictee))
         }
@@ -445,7 +463,12 @@ public struct Membership: Sendable {
             events.append(.refused(id))
             return nil
         }
-        let p = Peer(id: id, name: id.short, state: .discovered, since: now, lastHeard: nil, incarnation: nil, paths: [], preferred: nil, sightings: [:])
+        var p = Peer(id: id, name: id.short, state: .discovered, since: now, lastHeard: nil, incarnation: nil, paths: [], preferred: nil, sightings: [:])
+        if let i = evicted.firstIndex(where: { $0.peer == id }) {
+            // It gave way as a stranger, and DNS-SD showed it then: it is vouched for as before.
+            p.sightings = evicted.remove(at: i).sightings
+            Self.syncDNSPaths(&p, now: now, limit: configuration.maxPathsPerPeer, keepHeardWithin: configuration.lostAfter)
+        }
         events.append(.stateChanged(id, from: nil, to: .discovered))
         return p
     }

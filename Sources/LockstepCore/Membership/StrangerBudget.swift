@@ -7,9 +7,17 @@
 /// only for ``quickProbesFor`` (a real peer answers within that), then every
 /// ``slowProbeInterval``, and not at all once ``giveUpAfter`` has passed (the peer's own
 /// datagrams still make it reachable: it probes us too).
+///
+/// A stranger that gives way is not probed any more, but what DNS-SD showed of it is remembered
+/// (at most ``maxRemembered`` of them, the oldest going first) until the instance is withdrawn:
+/// DNS-SD names an instance once, and a real member that gave way while a large group appeared
+/// at once must still count as vouched for by discovery when it speaks (its clock reports are
+/// used only then: ``MeshClock``).
 public struct StrangerBudget: Sendable, Equatable {
     /// Peers named by DNS-SD and never heard from, at most.
     public var maxUnheard: Int = 16
+    /// Sightings of strangers that gave way, remembered at most.
+    public var maxRemembered: Int = 256
     /// How long a stranger's paths are probed at the usual interval.
     public var quickProbesFor: TimeSpan = .seconds(10)
     /// After that, how often.

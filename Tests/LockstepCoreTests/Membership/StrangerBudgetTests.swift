@@ -49,6 +49,36 @@ struct StrangerBudgetTests {
         #expect(full.onHeard(other, incarnation: 1, from: Self.target(201), now: Self.t0) == [.refused(other)])
     }
 
+    @Test("a member that gave way as a stranger is still vouched for by DNS-SD when it speaks, unless its instance was withdrawn meanwhile")
+    func evictedMemberStaysVetted() {
+        // A large group appears at once: the first two sightings give way to later ones.
+        let count = Membership.Configuration().strangers.maxUnheard + 2
+        var m = Self.flooded(count: count)
+        #expect(m.peers[Self.fake(0)] == nil && m.peers[Self.fake(1)] == nil)
+        // Both speak; DNS-SD will not name them again. Fake 1's instance went away meanwhile.
+        _ = m.onWithdrawal(.init(instance: "x1", interfaceIndex: 2), now: Self.t0 + .milliseconds(5))
+        _ = m.onHeard(Self.fake(0), incarnation: 1, from: Self.target(0), now: Self.t0 + .milliseconds(10))
+        _ = m.onHeard(Self.fake(1), incarnation: 1, from: Self.target(1), now: Self.t0 + .milliseconds(10))
+        #expect(m.isReachable(Self.fake(0)) && m.isReachable(Self.fake(1)))
+        #expect(m.peers[Self.fake(0)]?.vetted == true, "DNS-SD showed it: its clock reports count")
+        #expect(m.peers[Self.fake(0)]?.paths.first { $0.endpoint == Self.target(0) }?.source == .mdns)
+        #expect(m.peers[Self.fake(1)]?.vetted == false, "its instance was withdrawn: only its own word remains")
+        // Withdrawn now, it is no longer vouched for.
+        _ = m.onWithdrawal(.init(instance: "x0", interfaceIndex: 2), now: Self.t0 + .milliseconds(20))
+        #expect(m.peers[Self.fake(0)]?.vetted == false)
+    }
+
+    @Test("sightings of strangers that gave way are remembered at most maxRemembered, the oldest going first")
+    func rememberedSightingsBounded() {
+        var m = Self.flooded(count: 40) { $0.strangers.maxUnheard = 4; $0.strangers.maxRemembered = 8 }
+        #expect(m.peers.count == 4)
+        // Strangers 0…35 gave way; only 28…35 are remembered.
+        _ = m.onHeard(Self.fake(27), incarnation: 1, from: Self.target(27), now: Self.t0 + .milliseconds(10))
+        _ = m.onHeard(Self.fake(28), incarnation: 1, from: Self.target(28), now: Self.t0 + .milliseconds(10))
+        #expect(m.peers[Self.fake(27)]?.vetted == false)
+        #expect(m.peers[Self.fake(28)]?.vetted == true)
+    }
+
     @Test("a stranger's addresses are probed at the usual pace for 10 s, every 5 s after, and not after a minute")
     func probesBackOff() {
         var m = Self.flooded(count: 1, paths: 8)

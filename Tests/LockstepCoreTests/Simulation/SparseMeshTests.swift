@@ -67,6 +67,21 @@ struct SparseMeshTests {
         #expect(worst < 5_000, "composed paths within 5 µs of the truth (worst \(worst) ns)")
     }
 
+    /// All sightings arrive before any datagram (a group that appears at once): more than the
+    /// stranger budget, so the first ones give way. They must still report: otherwise peers whose
+    /// only paths go through them stay unresolved, and players there are never told a command
+    /// anchored on such a peer's clock.
+    @Test("32 hosts appearing at once, twice the stranger budget: every node resolves every other's clock")
+    func groupAppearingAtOnceResolvesEveryone() {
+        var sim = GroupSimulation(hosts: 32, seed: 3)
+        sim.run(for: 8 * s)
+        var missing: [String] = []
+        for i in 0..<32 {
+            for j in 0..<32 where j != i && error(sim, i, j) == nil { missing.append("\(i)→\(j)") }
+        }
+        #expect(missing.isEmpty, "no estimate for \(missing.count) pairs: \(missing.prefix(10))")
+    }
+
     @Test("a host that goes silent is lost by everyone, also by those that do not measure it, within vouchedLostAfter and a report")
     func silentHostIsLost() {
         var sim = GroupSimulation(hosts: 12, seed: 5)
