@@ -31,7 +31,7 @@ struct DatagramFitTests {
             ("the fullest current register", .currentRegister(CurrentRecord(item: longest, metadata: metadata, by: String(repeating: "p", count: PlayerStatus.maxNameBytes), stamp: stamp))),
             ("a digest with every entry", .digest(GroupDigest(entries: (0..<GroupDigest.maxEntries).map { .init(replicaHash: UInt64($0), counter: .max) }, fingerprint: .max), wantsReply: true)),
             ("a full checkpoint vector", .checkpointVector(heads(PeerMessage.maxCheckpointEntries).map { .init(replica: $0.replica, counter: .max) }, fingerprint: .max)),
-            ("a full participant digest", .participantDigest((0..<PeerMessage.maxParticipantDigests).map { ParticipantDigest(peer: PeerID(high: UInt64($0), low: 0), incarnation: .max, version: .max) }, wantsReply: true)),
+            ("a full participant digest", .participantDigest((0..<PeerMessage.maxParticipantDigests).map { ParticipantDigest(peer: PeerID(high: UInt64($0) + 1, low: 0), incarnation: .max, version: .max) }, after: PeerID(high: 0, low: 1), more: true, wantsReply: true)),
         ]
     }
 

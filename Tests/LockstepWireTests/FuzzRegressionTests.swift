@@ -63,7 +63,8 @@ struct FuzzRegressionTests {
     func undefinedFlagBits(_ message: PeerMessage) throws {
         let bytes = message.encoded()
         #expect(try PeerMessage.decode(bytes) == message)
-        let defined: UInt8 = 1
+        // A participant digest's bits 1 and 2 say its range (peer protocol §4.9).
+        let defined: UInt8 = if case .participantDigest = message { 7 } else { 1 }
         for bit in 0..<8 where defined & (1 << bit) == 0 {
             var bad = bytes
             bad[1] |= 1 << bit

@@ -98,6 +98,7 @@ struct VectorTests {
             ("digest", .digest(digest, wantsReply: true)),
             ("digest of an empty history", .digest(GroupDigest(entries: [], fingerprint: 0), wantsReply: false)),
             ("participant digest", .participantDigest([ParticipantDigest(peer: b, incarnation: 9, version: 3)], wantsReply: true)),
+            ("participant digest: a middle part, covering the peers after a up to b", .participantDigest([ParticipantDigest(peer: b, incarnation: 9, version: 3)], after: a, more: true, wantsReply: false)),
             ("participant", .participant(ParticipantRecord(peer: b, incarnation: 9, version: 3, players: [
                 PlayerStatus(playerID: 1, name: "mpv", itemHash: film.stableHash, readiness: .ready, outputLatency: .milliseconds(40), startLatency: .milliseconds(30)),
                 PlayerStatus(playerID: 2, name: "kitchen speaker", itemHash: nil, solo: true, readiness: .buffering, suspensions: [.stallRecovery, .interruption]),

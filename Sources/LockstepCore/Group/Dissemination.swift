@@ -253,11 +253,13 @@ public struct Dissemination: Sendable {
         return out
     }
 
-    /// Anti-entropy of participant records: `sender` holds what `theirs` says. It gets the
-    /// records it lacks; `reachable` says whose records it may have that this node lacks (then
-    /// our digest goes back).
+    /// Anti-entropy of participant records: `sender` holds what `theirs` says of the peers after
+    /// `after` (from the first when nil) up to its last entry if `more` parts follow, else to the
+    /// end. It gets the records of that range it lacks; `reachable` says whose records it may
+    /// have that this node lacks (then our digest goes back).
     public mutating func onParticipantDigest(
-        _ theirs: [ParticipantDigest], wantsReply: Bool, from sender: PeerID, source: Endpoint, reachable: (PeerID) -> Bool
+        _ theirs: [ParticipantDigest], after: PeerID? = nil, more: Bool = false, wantsReply: Bool, from sender: PeerID, source: Endpoint,
+        reachable: (PeerID) -> Bool
     ) -> [Directive] {
         var out: [Directive] = []
         var known: [PeerID: ParticipantDigest] = [:]
@@ -268,9 +270,11 @@ public struct Dissemination: Sendable {
                 if (d.incarnation, d.version) > (record.incarnation, record.version) { theyHaveNewer = true }
                 continue
             }
-            // A digest split over several messages names some peers in another one: only those
-            // this one could name are sent (the others go when their part arrives).
-            if theirs.count < PeerMessage.maxParticipantDigests || theirs.last.map({ record.peer <= $0.peer }) ?? true {
+            // A digest split over several messages names the other peers in another part: only
+            // those of this part's range are sent (the others go when their part arrives).
+            let inRange = after.map { record.peer > $0 } ?? true
+            let beforeEnd = !more || theirs.last.map { record.peer <= $0.peer } ?? true
+            if inRange && beforeEnd {
                 out.append(.reply(.participant(record), to: source))
             }
         }
@@ -335,11 +339,13 @@ public struct Dissemination: Sendable {
 
     // MARK: - Helpers
 
-    /// The participant digest, in messages of at most ``PeerMessage/maxParticipantDigests``.
+    /// The participant digest, in messages of at most ``PeerMessage/maxParticipantDigests``, each
+    /// saying which range of peers it covers.
     func participantDigests(wantsReply: Bool) -> [PeerMessage] {
         let all = participants.values.map { ParticipantDigest(peer: $0.peer, incarnation: $0.incarnation, version: $0.version) }.sorted { $0.peer < $1.peer }
         return stride(from: 0, to: max(all.count, 1), by: PeerMessage.maxParticipantDigests).map { start in
-            .participantDigest(Array(all[start..<min(start + PeerMessage.maxParticipantDigests, all.count)]), wantsReply: wantsReply)
+            let end = min(start + PeerMessage.maxParticipantDigests, all.count)
+            return .participantDigest(Array(all[start..<end]), after: start > 0 ? all[start - 1].peer : nil, more: end < all.count, wantsReply: wantsReply)
         }
     }
 

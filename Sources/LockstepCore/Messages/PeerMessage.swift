@@ -41,9 +41,12 @@ public enum PeerMessage: Equatable, Sendable {
     /// Anti-entropy: which operations the sender has, and a fingerprint of its state.
     /// `wantsReply` asks the receiver for its digest back.
     case digest(GroupDigest, wantsReply: Bool)
-    /// Anti-entropy of participant records: the ones the sender holds (at most
-    /// ``maxParticipantDigests`` per message; more go in several).
-    case participantDigest([ParticipantDigest], wantsReply: Bool)
+    /// Anti-entropy of participant records: the ones the sender holds, sorted by peer (at most
+    /// ``maxParticipantDigests`` per message; more go in several). A part names every record the
+    /// sender holds of the peers after `after` (from the first, when nil) up to its last entry
+    /// when `more` parts follow, else to the end: so the receiver answers only what that range
+    /// lacks, not what another part names.
+    case participantDigest([ParticipantDigest], after: PeerID? = nil, more: Bool = false, wantsReply: Bool)
     /// A peer's players.
     case participant(ParticipantRecord)
     /// The sender's clock estimates of its peers, for the mesh's closure checks.

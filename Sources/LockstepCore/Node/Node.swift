@@ -129,9 +129,9 @@ public struct Node: Sendable {
             group.onAck(id, from: sender, now: now)
         case .digest(let digest, let wantsReply):
             out += run(group.onDigest(digest, wantsReply: wantsReply, from: ReplicaID(peer: sender, incarnation: incarnation), source: source), from: sender)
-        case .participantDigest(let participants, let wantsReply):
+        case .participantDigest(let participants, let after, let more, let wantsReply):
             let membership = membership
-            out += run(group.onParticipantDigest(participants, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable), from: sender)
+            out += run(group.onParticipantDigest(participants, after: after, more: more, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable), from: sender)
         case .participant(let record):
             // A sender membership refused (its table is full) leaves no record: tables stay bounded.
             guard membership.peers[sender] != nil else { break }

@@ -15,7 +15,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case digest = 0x13
     case participant = 0x14
     case currentRegister = 0x15
-    case participantDigest = 0x16
+    case participantDigest = 0x19
     case checkpointVector = 0x18
     case clockReport = 0x20
     case syncReport = 0x21

@@ -61,8 +61,9 @@ extension PeerMessage {
                 w.u64(e.replicaHash)
                 w.u64(e.counter)
             }
-        case .participantDigest(let ps, let wantsReply):
-            w.u8(wantsReply ? 1 : 0)
+        case .participantDigest(let ps, let after, let more, let wantsReply):
+            w.u8((wantsReply ? 1 : 0) | (after != nil ? 2 : 0) | (more ? 4 : 0))
+            if let after { w.raw(after.bytes) }
             let kept = ps.prefix(PeerMessage.maxParticipantDigests)
             w.u8(UInt8(kept.count))
             for p in kept {
@@ -287,14 +288,22 @@ extension PeerMessage {
             }
             message = .digest(GroupDigest(entries: entries, fingerprint: fingerprint), wantsReply: flags & 1 != 0)
         case .participantDigest:
-            let flags = try readFlags(&r, allowed: 1)
+            let flags = try readFlags(&r, allowed: 7)
+            var after: PeerID?
+            if flags & 2 != 0 { after = try readPeer(&r, "after") }
             let m = Int(try r.u8("participants.count"))
             guard m <= maxParticipantDigests else { throw .tooLong(field: "participants", limit: maxParticipantDigests) }
             var ps: [ParticipantDigest] = []
             for _ in 0..<m {
-                ps.append(ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation", within: Limits.counter), version: try r.u64("participant.version", within: Limits.counter)))
+                let p = ParticipantDigest(peer: try readPeer(&r, "participant.peer"), incarnation: try r.u64("participant.incarnation", within: Limits.counter), version: try r.u64("participant.version", within: Limits.counter))
+                // Canonical form only: sorted, unique, after `after`; a part followed by more ends
+                // at its last entry, so it has one.
+                guard (ps.last?.peer ?? after).map({ $0 < p.peer }) ?? true else { throw .invalid(field: "participants") }
+                ps.append(p)
             }
-            message = .participantDigest(ps, wantsReply: flags & 1 != 0)
+            let more = flags & 4 != 0
+            guard !more || !ps.isEmpty else { throw .invalid(field: "participants") }
+            message = .participantDigest(ps, after: after, more: more, wantsReply: flags & 1 != 0)
         case .participant:
             let peer = try readPeer(&r, "peer")
             let incarnation = try r.u64("incarnation", within: Limits.counter)

@@ -16,7 +16,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case type, exchange, echo, t1, t2, t3, t4, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
-        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint
+        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint, after, more
     }
 
     public init(from decoder: any Decoder) throws {
@@ -50,7 +50,9 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case "digest":
             message = .digest(try c.decode(GroupDigest.self, forKey: .digest), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "participant_digest":
-            message = .participantDigest(try c.decode([ParticipantDigest].self, forKey: .participants), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
+            message = .participantDigest(
+                try c.decode([ParticipantDigest].self, forKey: .participants), after: try c.decodeIfPresent(PeerID.self, forKey: .after),
+                more: try c.decodeIfPresent(Bool.self, forKey: .more) ?? false, wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "participant":
             message = .participant(try c.decode(ParticipantRecord.self, forKey: .participant))
         case "clock_report":
@@ -119,8 +121,10 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case .digest(let d, let wantsReply):
             try c.encode(d, forKey: .digest)
             try c.encode(wantsReply, forKey: .wantsReply)
-        case .participantDigest(let participants, let wantsReply):
+        case .participantDigest(let participants, let after, let more, let wantsReply):
             try c.encode(participants, forKey: .participants)
+            try c.encodeIfPresent(after, forKey: .after)
+            if more { try c.encode(more, forKey: .more) }
             try c.encode(wantsReply, forKey: .wantsReply)
         case .participant(let p):
             try c.encode(p, forKey: .participant)

@@ -281,6 +281,47 @@ struct DisseminationTests {
         #expect(g.onParticipant(ParticipantRecord(peer: Self.me, incarnation: 9, version: 0, players: []), from: Self.bob, reachable: { _ in true }) == [.refused(.speaksForUs)])
     }
 
+    /// A node holding its own record and the records of 64 peers but `skip`.
+    static func holding(_ me: PeerID, skip: UInt64? = nil) -> Dissemination {
+        var g = Dissemination(me: me, incarnation: 1)
+        for i in 100..<164 where UInt64(i) != skip {
+            let peer = PeerID(high: 0, low: UInt64(i))
+            _ = g.onParticipant(ParticipantRecord(peer: peer, incarnation: 1, version: 1, players: []), from: peer, reachable: { _ in true })
+        }
+        return g
+    }
+
+    /// Records sent in answer to each part of `sender`'s participant digest.
+    static func answers(of receiver: inout Dissemination, to sender: Dissemination, from peer: PeerID) -> [[PeerID]] {
+        sender.participantDigests(wantsReply: false).map { part in
+            guard case .participantDigest(let entries, let after, let more, let wantsReply) = part else { return [] }
+            return receiver.onParticipantDigest(entries, after: after, more: more, wantsReply: wantsReply, from: peer, source: Self.source, reachable: { _ in true })
+                .compactMap { if case .reply(.participant(let r), _) = $0 { r.peer } else { nil } }
+        }
+    }
+
+    @Test("a participant digest of 65 records goes in two parts, each saying its range: a receiver holding the same sends only its own, and one missing record draws only that record")
+    func participantDigestParts() {
+        let sender = Self.holding(Self.bob)
+        let parts = sender.participantDigests(wantsReply: false)
+        #expect(parts.count == 2)
+        guard case .participantDigest(let first, nil, true, _) = parts[0], case .participantDigest(let second, let after?, false, _) = parts[1] else {
+            Issue.record("parts without their ranges: \(parts)")
+            return
+        }
+        #expect(first.count == 40 && second.count == 25 && after == first.last?.peer)
+        // The same 64 records: only the receiver's own goes, in answer to the part whose range
+        // holds it (before, every record of the first part also answered the second, every round).
+        var same = Self.holding(Self.carol)
+        #expect(Self.answers(of: &same, to: sender, from: Self.bob) == [[Self.carol], []])
+        // The sender lacks one record of each part's range: each part draws only its own.
+        for missing: UInt64 in [110, 150] {
+            let lacking = Self.holding(Self.bob, skip: missing)
+            var full = Self.holding(Self.carol)
+            #expect(Self.answers(of: &full, to: lacking, from: Self.bob).flatMap { $0 } == [Self.carol, PeerID(high: 0, low: missing)])
+        }
+    }
+
     @Test("this node's players are published only when they change")
     func localPlayers() {
         var g = Dissemination(me: Self.me, incarnation: 4)
