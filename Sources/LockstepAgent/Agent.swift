@@ -299,7 +299,10 @@ public actor Agent: ClientHandler {
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
         if let m = measurements.nextDue { deadline = min(deadline, max(m, now)) }
         if let s = sessions.nextDeadline { deadline = min(deadline, max(s, now)) }
-        if timer != nil && deadline >= timerDeadline { return }
+        // Moved later too: a deadline that went away (most often the wait for a peer's
+        // follow-up, which came within a millisecond) would otherwise wake the agent for nothing,
+        // a third of an idle agent's timer wake-ups.
+        if timer != nil && deadline == timerDeadline { return }
         if let timer { loop.cancel(timer) }
         timerDeadline = deadline
         timer = loop.schedule(at: hostTime(deadline)) { [self] in

@@ -14,6 +14,8 @@ public struct GroupSimulation {
         /// Everything the node asked its shell to do, with the true time.
         public var log: [(time: Int64, directive: NodeDirective)] = []
         public var nextTick: Int64 = .max
+        /// Timer wake-ups so far: ticks run at the node's deadline (as its shell's one timer would).
+        public var ticks = 0
     }
 
     public struct Network {
@@ -95,6 +97,7 @@ public struct GroupSimulation {
             case .tick(let i):
                 guard hosts[i].nextTick == time else { continue }
                 hosts[i].nextTick = .max
+                hosts[i].ticks += 1
                 execute(i, hosts[i].node.onTick(now: local(i)))
             case .action(let i, let body):
                 body(&self, i)
@@ -166,7 +169,9 @@ public struct GroupSimulation {
         }
         let deadline = hosts[i].node.nextDeadline(now: local(i))
         let t = max(now + 1, trueTime(i, local: deadline))
-        if t < hosts[i].nextTick {
+        // Moved either way, as the agent's timer is: a deadline that went away (a follow-up that
+        // came before its wait ran out) must not wake the node for nothing.
+        if t != hosts[i].nextTick {
             hosts[i].nextTick = t
             schedule(t, .tick(i))
         }

@@ -71,13 +71,14 @@ struct SimScaleBench: ParsableCommand {
             "clocks": "each host's own: offset within ±30 s, skew within ±200 ppm (simulated truth)",
             "network": "100 µs ± 10 µs each way, uniform; transmit timestamps (follow-ups and results, as on Linux)",
             "traffic": "datagrams each node sends over the idle window, by message type; bytes as sealed (36-byte header, padded message, 16-byte tag), without IP and UDP headers",
+            "timer_wakeups": "ticks each node's timer ran over the idle window (its shell's one timer, re-armed after every event); datagram wake-ups come on top",
             "cpu": "CPU of the simulation over the idle window (every node's core and the simulator) per simulated agent, % of one core: not the shell's sealing, system calls and wake-ups",
             "reach": "per command: from its issue until every host's player has been told the timeline it set (simulated time)",
             "start_spread": "per play: max − min of the true instants at which the players are told to start; late: told with less than the player's 20 ms start latency left",
         ]
         var rows: [[String: String]] = []
         var byType: [String: [Int: Double]] = [:]
-        let order = "hosts,all reachable s,measured peers,dg/s,bytes/s,clock dg/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,start spread p99 us,late"
+        let order = "hosts,all reachable s,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,start spread p99 us,late"
         for n in sizes {
             FileHandle.standardError.write(Data("  \(n) hosts…\n".utf8))
             var row = measure(n, into: &report, byType: &byType)
@@ -116,6 +117,7 @@ struct SimScaleBench: ParsableCommand {
         // The idle window: datagrams from the nodes' logs, the clock once a second.
         let from = sim.now
         let marks = sim.hosts.map(\.log.count)
+        let ticksBefore = sim.hosts.map(\.ticks)
         var direct: [Double] = [], composed: [Double] = [], directBounds: [Double] = [], composedBounds: [Double] = []
         var directCovered = 0, composedCovered = 0, unresolved = 0
         var cpu = 0.0
@@ -165,6 +167,7 @@ struct SimScaleBench: ParsableCommand {
             }
         }
         let perAgent = { (count: Int) in Double(count) / Double(n) / window }
+        let ticks = zip(sim.hosts, ticksBefore).reduce(0) { $0 + $1.0.ticks - $1.1 }
         for (type, count) in counts { byType[type, default: [:]][n] = perAgent(count) }
         let measured = Stats(sim.hosts.map { Double($0.node.clocks.measured.count) })
         let d = Stats(direct), c = Stats(composed), db = Stats(directBounds), cb = Stats(composedBounds)
@@ -179,6 +182,7 @@ struct SimScaleBench: ParsableCommand {
         report.figures[f + "datagrams_per_s_per_agent"] = perAgent(datagrams)
         report.figures[f + "bytes_per_s_per_agent"] = perAgent(bytes)
         report.figures[f + "clock_datagrams_per_s_per_agent"] = perAgent(clockDatagrams)
+        report.figures[f + "timer_wakeups_per_s_per_agent"] = perAgent(ticks)
         report.figures[f + "simulation_cpu_percent_per_agent"] = cpuPercent
         report.figures[f + "clock_unresolved_percent"] = unresolvedPercent
         report.figures[f + "clock_direct_p50_us"] = d.median / 1e3
@@ -205,6 +209,7 @@ struct SimScaleBench: ParsableCommand {
         var row = [
             "hosts": String(n), "all reachable s": fmt(reachableAfter, 2), "measured peers": fmt(measured.median, 0),
             "dg/s": fmt(perAgent(datagrams), 1), "bytes/s": fmt(perAgent(bytes), 0), "clock dg/s": fmt(perAgent(clockDatagrams), 1),
+            "timer wake-ups/s": fmt(perAgent(ticks), 1),
             "cpu %": fmt(cpuPercent, 3), "unresolved %": fmt(unresolvedPercent, 2),
             "clock p50 us": fmt(d.median / 1e3, 2), "clock p99 us": fmt(d.percentile(99) / 1e3, 2), "coverage %": fmt(coverage, 2),
             "composed p99 us": c.count > 0 ? fmt(c.percentile(99) / 1e3, 2) : "-", "composed coverage %": c.count > 0 ? fmt(composedCoverage, 2) : "-",

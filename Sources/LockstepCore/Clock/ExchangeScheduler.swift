@@ -56,6 +56,12 @@ public struct ExchangeScheduler: Sendable {
         public var slowSamplesToSpeedUp: Int
         /// How much recent losses speed the rate up: the interval is divided by `1 + lossFactor × lossRate`.
         public var lossFactor: Double
+        /// How early, as a share of its interval, a request may go out with another peer's that is
+        /// due (``mayJoin(at:estimate:)``): a node's requests to its peers then settle into one or
+        /// two batches an interval, and it wakes once for each rather than once per peer. The
+        /// price: links on shorter intervals pull the others along early. In simulated groups of
+        /// 8–32, 0.35 halved the timer wake-ups for about 12 % more clock datagrams; 0.5 cost 16 %.
+        public var joinShare: Double
         /// A request with no reply after this long is lost.
         public var exchangeTimeout: TimeSpan
         /// Most requests awaiting a reply.
@@ -71,10 +77,12 @@ public struct ExchangeScheduler: Sendable {
             samplesPerDoubling: Int = 4,
             slowSamplesToSpeedUp: Int = 5,
             lossFactor: Double = 4,
+            joinShare: Double = 0.35,
             exchangeTimeout: TimeSpan = .seconds(1),
             maxOutstanding: Int = 16
         ) {
             precondition(minInterval > .zero && minInterval <= maxInterval && maxOutstanding >= 1 && samplesPerDoubling >= 1 && slowSamplesToSpeedUp >= 1 && growthShare > 0)
+            precondition(joinShare >= 0 && joinShare < 1)
             self.burstInterval = burstInterval
             self.burstDuration = burstDuration
             self.minInterval = minInterval
@@ -84,6 +92,7 @@ public struct ExchangeScheduler: Sendable {
             self.samplesPerDoubling = samplesPerDoubling
             self.slowSamplesToSpeedUp = slowSamplesToSpeedUp
             self.lossFactor = lossFactor
+            self.joinShare = joinShare
             self.exchangeTimeout = exchangeTimeout
             self.maxOutstanding = maxOutstanding
         }
@@ -125,6 +134,14 @@ public struct ExchangeScheduler: Sendable {
     private var lastPeerExchange: LocalTime?
     /// How many of our intervals a peer's exchange holds our next request back.
     static let peerExchangeMargin = 1.25
+    /// The same on the end that yields (``yieldsToPeer``): both ends of a pair that polled at the
+    /// same instant hear each other's result at the same time, and with one margin would poll
+    /// together again and again (every 1.25 intervals, twice the exchanges, as simulations
+    /// showed); with two, the one that yields is held back past the other's next exchange.
+    static let yieldingMargin = 1.5
+    /// Whether this end yields to the peer when both poll (the end with the higher id; the peer
+    /// must not yield too).
+    public let yieldsToPeer: Bool
     /// Doublings past which the interval cannot grow anyway (2¹⁶ × 1 ms is over a minute).
     static let maxLevel = 16
     /// A send wanted sooner than the rate says (after an outlier).
@@ -134,8 +151,11 @@ public struct ExchangeScheduler: Sendable {
     private var outcomes = 0
 
     /// A scheduler for a peer that appeared at local time `appeared`: starts with a burst.
-    public init(configuration: Configuration = .init(), appeared: LocalTime) {
+    /// `yieldsToPeer` on one end of each pair (the higher id), so that the pair settles on one
+    /// end polling for both.
+    public init(configuration: Configuration = .init(), appeared: LocalTime, yieldsToPeer: Bool = false) {
         self.configuration = configuration
+        self.yieldsToPeer = yieldsToPeer
         self.outstanding = []
         self.outstanding.reserveCapacity(configuration.maxOutstanding)
         self.burstUntil = appeared + configuration.burstDuration
@@ -271,25 +291,41 @@ public struct ExchangeScheduler: Sendable {
 
     /// When the next request should go out.
     public func nextSendTime(at now: LocalTime, estimate: ClockEstimate?) -> LocalTime {
-        // A last send in the future: our clock went back behind our back. Measure now, so that
-        // the step shows (``OwnClockStepDetector``) rather than silence until time catches up.
-        guard let lastSent, lastSent <= now else { return now }
-        let interval = interval(at: now, estimate: estimate)
-        var regular = lastSent + interval
-        // (A peer's exchange in the future: our clock went back; it is forgotten like lastSent.)
-        if let peer = lastPeerExchange, peer <= now {
-            regular = max(regular, peer + TimeSpan(nanoseconds: Double(interval.ns) * Self.peerExchangeMargin))
-        }
-        // A probe comes no sooner than a burst interval after the last request: outliers on
-        // both ends of a link (each side's requests making the other look again) must not
-        // become a storm of exchanges at the round trip's pace.
-        guard let probeAt else { return regular }
-        return min(regular, max(probeAt, lastSent + configuration.burstInterval))
+        sendWindow(at: now, estimate: estimate).due
     }
 
     /// True when a request should go out now.
     public func shouldSend(at now: LocalTime, estimate: ClockEstimate?) -> Bool {
         now >= nextSendTime(at: now, estimate: estimate)
+    }
+
+    /// True when a request may go out now with another peer's that is due
+    /// (``Configuration/joinShare``): it is no more than that share of its interval early. Never
+    /// ahead of a peer's exchange held back for (the pair's other end polls for both).
+    public func mayJoin(at now: LocalTime, estimate: ClockEstimate?) -> Bool {
+        now >= sendWindow(at: now, estimate: estimate).earliest
+    }
+
+    /// The earliest a request may join a batch, and when it is due.
+    private func sendWindow(at now: LocalTime, estimate: ClockEstimate?) -> (earliest: LocalTime, due: LocalTime) {
+        // A last send in the future: our clock went back behind our back. Measure now, so that
+        // the step shows (``OwnClockStepDetector``) rather than silence until time catches up.
+        guard let lastSent, lastSent <= now else { return (now, now) }
+        let interval = interval(at: now, estimate: estimate)
+        var due = lastSent + interval
+        var earliest = lastSent + TimeSpan(nanoseconds: Double(interval.ns) * (1 - configuration.joinShare))
+        // (A peer's exchange in the future: our clock went back; it is forgotten like lastSent.)
+        if let peer = lastPeerExchange, peer <= now {
+            let held = peer + TimeSpan(nanoseconds: Double(interval.ns) * (yieldsToPeer ? Self.yieldingMargin : Self.peerExchangeMargin))
+            due = max(due, held)
+            earliest = max(earliest, held)
+        }
+        // A probe comes no sooner than a burst interval after the last request: outliers on
+        // both ends of a link (each side's requests making the other look again) must not
+        // become a storm of exchanges at the round trip's pace.
+        guard let probeAt else { return (earliest, due) }
+        let probe = max(probeAt, lastSent + configuration.burstInterval)
+        return (min(earliest, probe), min(due, probe))
     }
 
     /// When the oldest outstanding request times out, if any.

@@ -88,9 +88,10 @@ public struct PeerClocks: Sendable {
         /// step turns out to have been our own clock's (``OwnClockStepDetector``).
         var beforeStep: (estimator: ClockEstimator, at: LocalTime)?
 
-        init(now: LocalTime, configuration: Configuration) {
+        /// A link that starts at `now`; `yields` on the end with the higher id (``ExchangeScheduler/yieldsToPeer``).
+        init(now: LocalTime, configuration: Configuration, yields: Bool) {
             estimator = ClockEstimator(configuration: configuration.estimator)
-            scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now)
+            scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: yields)
             stamps = TransmitStamps(configuration: configuration.transmitStamps)
         }
     }
@@ -155,13 +156,18 @@ public struct PeerClocks: Sendable {
     public mutating func onPeerReachable(_ peer: PeerID, now: LocalTime) {
         guard peer != me else { return }
         if known.insert(peer).inserted { updateMeasured() }
-        if measured.contains(peer), links[peer] == nil { links[peer] = Link(now: now, configuration: configuration) }
+        if measured.contains(peer), links[peer] == nil { links[peer] = newLink(peer, now: now) }
+    }
+
+    /// A fresh link to `peer`: of a pair whose ends both poll, the one with the higher id yields.
+    private func newLink(_ peer: PeerID, now: LocalTime) -> Link {
+        Link(now: now, configuration: configuration, yields: me > peer)
     }
 
     /// `peer` restarted: a new incarnation may run on a new clock epoch, so its estimate starts afresh.
     public mutating func onPeerRestarted(_ peer: PeerID, now: LocalTime) {
         mesh.removePeer(peer)
-        links[peer] = measured.contains(peer) ? Link(now: now, configuration: configuration) : nil
+        links[peer] = measured.contains(peer) ? newLink(peer, now: now) : nil
     }
 
     /// `peer` is forgotten.
@@ -186,7 +192,7 @@ public struct PeerClocks: Sendable {
     /// estimate was on the old scale, so all start afresh with a burst, and reports are due now.
     public mutating func onLocalClockStep(now: LocalTime) {
         for peer in links.keys {
-            links[peer] = Link(now: now, configuration: configuration)
+            links[peer] = newLink(peer, now: now)
             mesh.removePeer(peer)
         }
         ownStep.reset()
@@ -199,7 +205,7 @@ public struct PeerClocks: Sendable {
     /// schedule were on the stepped scale, so exchanges start over with a burst.
     public mutating func onLocalClockCorrected(now: LocalTime) {
         for peer in links.keys {
-            links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now)
+            links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: me > peer)
             links[peer]?.stamps = TransmitStamps(configuration: configuration.transmitStamps)
             // Replies stamped on the clock before the correction: a peer's result for one would
             // be a sample straddling the step (it would look like the step undone).
@@ -443,23 +449,36 @@ public struct PeerClocks: Sendable {
     /// reachable peers.
     public mutating func onTick(now: LocalTime, routes: [PeerID: Route]) -> [Directive] {
         var out: [Directive] = []
-        for (peer, route) in routes.sorted(by: { $0.key < $1.key }) where measured.contains(peer) {
+        let peers = routes.keys.sorted().filter { measured.contains($0) }
+        for peer in peers {
             // (Newly measured after the grid moved: its exchanges start now, with a burst.)
-            var link = links[peer] ?? Link(now: now, configuration: configuration)
+            var link = links[peer] ?? newLink(peer, now: now)
             link.lost += UInt64(link.scheduler.expire(at: now).count)
             let late = link.stamps.expire(now: now)
             links[peer] = link
             for ready in late { ingest(ready, from: peer) }
-            guard var link = links[peer] else { continue }
+        }
+        // A request due to one peer takes along those that may join it (``ExchangeScheduler/Configuration/joinShare``):
+        // one wake-up for the batch, and the replies come in together.
+        var sending: [(peer: PeerID, join: Bool)] = []
+        for peer in peers {
+            guard let link = links[peer] else { continue }
             let estimate = link.estimator.estimate(at: now)
             if link.scheduler.shouldSend(at: now, estimate: estimate) {
-                link.nextExchange = link.nextExchange == .max ? 1 : link.nextExchange + 1
-                link.scheduler.onSent(exchangeID: UInt64(link.nextExchange), at: now)
-                link.exchangesSent &+= 1
-                // A new path: samples from the old one must not mix with this one's.
-                link.sentTo = route.endpoint
-                out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint))
+                sending.append((peer, false))
+            } else if link.scheduler.mayJoin(at: now, estimate: estimate) {
+                sending.append((peer, true))
             }
+        }
+        let anyDue = sending.contains { !$0.join }
+        for (peer, join) in sending where anyDue || !join {
+            guard var link = links[peer], let route = routes[peer] else { continue }
+            link.nextExchange = link.nextExchange == .max ? 1 : link.nextExchange + 1
+            link.scheduler.onSent(exchangeID: UInt64(link.nextExchange), at: now)
+            link.exchangesSent &+= 1
+            // A new path: samples from the old one must not mix with this one's.
+            link.sentTo = route.endpoint
+            out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint))
             links[peer] = link
         }
         if nextReport.map({ now >= $0 }) ?? true {

@@ -170,4 +170,74 @@ struct ExchangeSchedulerTests {
         #expect(s.isBursting(at: t + ms(30)))
         #expect(s.shouldSend(at: t + ms(30), estimate: tight))
     }
+
+    /// Steady at one exchange a second (no burst), last request sent at `start`.
+    func steadyEverySecond(joinShare: Double = 0.35) -> ExchangeScheduler {
+        var s = scheduler(.init(burstDuration: .zero, minInterval: .seconds(1), maxInterval: .seconds(1), joinShare: joinShare))
+        send(&s, 1, at: start)
+        return s
+    }
+
+    @Test("a request may join another peer's batch up to joinShare of its interval early, not sooner, and is due at its interval")
+    func joinsBatchWithinShare() {
+        let s = steadyEverySecond()
+        let tight = { (t: LocalTime) in self.estimate(bound: 1_000, growthPPM: 0.1, at: t) }
+        #expect(!s.mayJoin(at: start + ms(649), estimate: tight(start + ms(649))))
+        #expect(s.mayJoin(at: start + ms(650), estimate: tight(start + ms(650))))
+        #expect(!s.shouldSend(at: start + ms(650), estimate: tight(start + ms(650))))
+        #expect(s.nextSendTime(at: start + ms(650), estimate: tight(start + ms(650))) == start + .seconds(1))
+        let never = steadyEverySecond(joinShare: 0)
+        #expect(!never.mayJoin(at: start + ms(999), estimate: tight(start + ms(999))))
+        #expect(never.mayJoin(at: start + .seconds(1), estimate: tight(start + .seconds(1))))
+    }
+
+    @Test("a request never joins a batch ahead of the peer's exchange it is held back for (the other end polls for both)")
+    func joiningKeepsPeerHoldBack() {
+        var s = steadyEverySecond()
+        let tight = { (t: LocalTime) in self.estimate(bound: 1_000, growthPPM: 0.1, at: t) }
+        _ = s.onReply(exchangeID: 1, echoedT1: start.ns)
+        // The peer ran an exchange with us 900 ms after our request: ours waits 1.25 s from it.
+        s.onPeerExchange(at: start + ms(900))
+        let held = start + ms(900) + ms(1_250)
+        #expect(!s.mayJoin(at: held - ms(1), estimate: tight(held - ms(1))))
+        #expect(s.mayJoin(at: held, estimate: tight(held)))
+        #expect(s.nextSendTime(at: held, estimate: tight(held)) == held)
+    }
+
+    /// Two ends of one pair, steady at one exchange a second, that both polled at `start`: each
+    /// exchange is heard by the other end (its result) 200 µs after it went out. Returns how many
+    /// requests each end sent in the next 20 s.
+    func pairPolling(yields: (Bool, Bool)) -> (Int, Int) {
+        let configuration = ExchangeScheduler.Configuration(burstDuration: .zero, minInterval: .seconds(1), maxInterval: .seconds(1), joinShare: 0)
+        var ends = [
+            ExchangeScheduler(configuration: configuration, appeared: start, yieldsToPeer: yields.0),
+            ExchangeScheduler(configuration: configuration, appeared: start, yieldsToPeer: yields.1),
+        ]
+        var sent = [0, 0], id: UInt64 = 0
+        var heard: [(end: Int, at: LocalTime)] = []
+        let tight = { (t: LocalTime) in self.estimate(bound: 1_000, growthPPM: 0.1, at: t) }
+        var t = start
+        while t < start + .seconds(20) {
+            for h in heard where h.at <= t { ends[h.end].onPeerExchange(at: h.at) }
+            heard.removeAll { $0.at <= t }
+            for i in 0..<2 where ends[i].shouldSend(at: t, estimate: tight(t)) {
+                id += 1
+                send(&ends[i], id, at: t)
+                _ = ends[i].onReply(exchangeID: id, echoedT1: t.ns)
+                heard.append((1 - i, t + .microseconds(200)))
+                if t > start { sent[i] += 1 }
+            }
+            t = t + .microseconds(100)
+        }
+        return (sent[0], sent[1])
+    }
+
+    @Test("two ends that polled at the same instant settle on one polling for both: the one that yields is held back past the other's next exchange")
+    func pairSettlesOnOnePoller() {
+        let settled = pairPolling(yields: (false, true))
+        #expect(settled.0 >= 19 && settled.1 <= 1, "requests in 20 s: \(settled)")
+        // Without an end that yields, both poll together again and again.
+        let lockstep = pairPolling(yields: (false, false))
+        #expect(lockstep.0 >= 10 && lockstep.1 >= 10, "requests in 20 s: \(lockstep)")
+    }
 }

@@ -144,7 +144,8 @@ struct TwoStepSimulationTests {
         // Without: the busy host's minimum send latency (30 µs) against the others' (5 µs).
         #expect(stamped.errorNs > 8_000)
         #expect(stamped.kernelStamped == 0)
-        #expect(twoStep.errorNs < 2_000)
+        // (The worst of 1,200 readings with 5 µs of jitter each way: 0.8–2.6 µs over seeds 1–8.)
+        #expect(twoStep.errorNs < 3_000)
         #expect(twoStep.kernelStamped > 0.9)
     }
 }
