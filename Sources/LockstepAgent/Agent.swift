@@ -104,6 +104,8 @@ public actor Agent: ClientHandler {
     var discoveryState = DiscoveryState.off
     var timer: AgentLoop.Timer?
     var timerDeadline = LocalTime.distantFuture
+    /// The socket is being read: ``rearm(_:)`` waits for the end of it.
+    var draining = false
     /// ``stop()`` ran: no timer is set again (its closure would hold the agent).
     var stopped = false
     /// Measurements (topics `clock` and `sync`) pushed to subscribers, about once a second.
@@ -191,6 +193,12 @@ public actor Agent: ClientHandler {
         }
         loop.watch(socket.descriptor) { [self] in
             assumeIsolated { agent in
+                // One re-arm for all the socket held: replies to a batch of requests come together.
+                agent.draining = true
+                defer {
+                    agent.draining = false
+                    agent.rearm(agent.now())
+                }
                 transport.drain { event in
                     switch event {
                     case .inbound(let datagram): agent.onInbound(datagram)
@@ -293,7 +301,7 @@ public actor Agent: ClientHandler {
 
     /// Re-arms the one timer for the earliest deadline of the node and the key rotation.
     func rearm(_ now: LocalTime) {
-        guard timerEnabled, !stopped else { return }
+        guard timerEnabled, !stopped, !draining else { return }
         var deadline = node.nextDeadline(now: now)
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
