@@ -139,8 +139,8 @@ public struct ExchangeScheduler: Sendable {
     /// together again and again (every 1.25 intervals, twice the exchanges, as simulations
     /// showed); with two, the one that yields is held back past the other's next exchange.
     static let yieldingMargin = 1.5
-    /// Whether this end yields to the peer when both poll (the end with the higher id; the peer
-    /// must not yield too).
+    /// Whether this end yields to the peer when both poll (``PeerClocks`` picks one end of each
+    /// pair by the two ids; the peer must not yield too).
     public let yieldsToPeer: Bool
     /// Doublings past which the interval cannot grow anyway (2¹⁶ × 1 ms is over a minute).
     static let maxLevel = 16
@@ -151,8 +151,7 @@ public struct ExchangeScheduler: Sendable {
     private var outcomes = 0
 
     /// A scheduler for a peer that appeared at local time `appeared`: starts with a burst.
-    /// `yieldsToPeer` on one end of each pair (the higher id), so that the pair settles on one
-    /// end polling for both.
+    /// `yieldsToPeer` on one end of each pair, so that the pair settles on one end polling for both.
     public init(configuration: Configuration = .init(), appeared: LocalTime, yieldsToPeer: Bool = false) {
         self.configuration = configuration
         self.yieldsToPeer = yieldsToPeer

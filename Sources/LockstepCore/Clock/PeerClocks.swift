@@ -88,7 +88,7 @@ public struct PeerClocks: Sendable {
         /// step turns out to have been our own clock's (``OwnClockStepDetector``).
         var beforeStep: (estimator: ClockEstimator, at: LocalTime)?
 
-        /// A link that starts at `now`; `yields` on the end with the higher id (``ExchangeScheduler/yieldsToPeer``).
+        /// A link that starts at `now`; `yields` on one end of each pair (``PeerClocks/yields(_:to:)``).
         init(now: LocalTime, configuration: Configuration, yields: Bool) {
             estimator = ClockEstimator(configuration: configuration.estimator)
             scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: yields)
@@ -159,9 +159,18 @@ public struct PeerClocks: Sendable {
         if measured.contains(peer), links[peer] == nil { links[peer] = newLink(peer, now: now) }
     }
 
-    /// A fresh link to `peer`: of a pair whose ends both poll, the one with the higher id yields.
+    /// A fresh link to `peer`.
     private func newLink(_ peer: PeerID, now: LocalTime) -> Link {
-        Link(now: now, configuration: configuration, yields: me > peer)
+        Link(now: now, configuration: configuration, yields: Self.yields(me, to: peer))
+    }
+
+    /// Whether `me` yields to `peer` when both poll (``ExchangeScheduler/yieldsToPeer``): exactly
+    /// one end of each pair does, and each node to about half its peers: the lower id of a pair
+    /// whose ids differ in an odd number of bits, else the higher. (By id order alone, the lowest
+    /// id would poll for all its peers and the highest answer everyone's requests.)
+    static func yields(_ me: PeerID, to peer: PeerID) -> Bool {
+        let odd = ((me.high ^ peer.high).nonzeroBitCount + (me.low ^ peer.low).nonzeroBitCount) % 2 == 1
+        return (me > peer) != odd
     }
 
     /// `peer` restarted: a new incarnation may run on a new clock epoch, so its estimate starts afresh.
@@ -205,7 +214,7 @@ public struct PeerClocks: Sendable {
     /// schedule were on the stepped scale, so exchanges start over with a burst.
     public mutating func onLocalClockCorrected(now: LocalTime) {
         for peer in links.keys {
-            links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: me > peer)
+            links[peer]?.scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: Self.yields(me, to: peer))
             links[peer]?.stamps = TransmitStamps(configuration: configuration.transmitStamps)
             // Replies stamped on the clock before the correction: a peer's result for one would
             // be a sample straddling the step (it would look like the step undone).

@@ -248,4 +248,19 @@ struct PeerClocksTests {
         #expect(c.links[Self.bob] == nil)
         #expect(!c.onTick(now: Self.t0 + .seconds(2), routes: Self.routes).contains { if case .sendRequest = $0 { true } else { false } })
     }
+
+    @Test("of every pair exactly one end yields when both poll, and each of 64 random devices yields to about half its peers")
+    func oneEndOfEachPairYields() {
+        var rng = SplitMix64(seed: 7)
+        let ids = (0..<64).map { _ in PeerID.random(using: &rng) }
+        for a in ids {
+            for b in ids where a != b { #expect(PeerClocks.yields(a, to: b) != PeerClocks.yields(b, to: a)) }
+            let yielded = ids.count { $0 != a && PeerClocks.yields(a, to: $0) }
+            // (Binomial(63, ½): 16–47 holds with probability 1 − 3·10⁻⁵ per device; the seed is fixed.)
+            #expect((16...47).contains(yielded), "\(a.short) yields to \(yielded) of 63")
+        }
+        // By id order alone, the lowest id would yield to none.
+        let lowest = ids.min()!
+        #expect(ids.contains { $0 != lowest && PeerClocks.yields(lowest, to: $0) })
+    }
 }
