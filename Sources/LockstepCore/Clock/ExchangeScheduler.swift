@@ -60,7 +60,8 @@ public struct ExchangeScheduler: Sendable {
         /// due (``mayJoin(at:estimate:)``): a node's requests to its peers then settle into one or
         /// two batches an interval, and it wakes once for each rather than once per peer. The
         /// price: links on shorter intervals pull the others along early. In simulated groups of
-        /// 8–32, 0.35 halved the timer wake-ups for about 12 % more clock datagrams; 0.5 cost 16 %.
+        /// 8–32, 0.35 halved the timer wake-ups for about 12 % more clock datagrams than no
+        /// batches; 0.5 cost 16 % (docs/scale.md, ninth step).
         public var joinShare: Double
         /// A request with no reply after this long is lost.
         public var exchangeTimeout: TimeSpan

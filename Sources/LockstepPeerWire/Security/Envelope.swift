@@ -205,7 +205,7 @@ public final class EnvelopeSealer: Sendable {
 /// Thread-safe; meant to be called from one receive thread.
 public final class EnvelopeOpener: Sendable {
     /// Sequence numbers this far behind the newest seen are refused outright.
-    public static let replayWindow = UInt64(ReplayBitmap.count) * 64  // 1024
+    public static let replayWindow: UInt64 = 1024
     /// Sender incarnations remembered (keys and replay windows); the least recently used go first.
     public static let maxSenders = 256
     /// Session keys tried per peer: the one it seals under, two agreed and not yet used, and one replaced.
@@ -222,9 +222,7 @@ public final class EnvelopeOpener: Sendable {
         var key: SymmetricKey
         var epoch: UInt8
         var highest: UInt64
-        /// Bitmap of the last ``replayWindow`` sequence numbers, inline: a state is made or
-        /// changed for every datagram, and an array's allocation and copy-on-write was measurable.
-        var window: ReplayBitmap
+        var window: [UInt64]  // bitmap of the last `replayWindow` sequence numbers
         var lastUsed: UInt64
         /// Host time of the last authentic datagram of this incarnation.
         var lastHeard: Int64 = 0
@@ -375,7 +373,7 @@ public final class EnvelopeOpener: Sendable {
     /// The incarnation and replay checks of an authentic datagram, against its sender's state in
     /// `senders` (which then records it); nil if it is taken.
     private static func admit(_ h: Envelope.Header, key: SymmetricKey, generation: UInt64, tick: UInt64, hostNow: Int64, into senders: inout [PeerID: SenderState]) -> Envelope.Rejection? {
-        let fresh = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: ReplayBitmap(repeating: 0), lastUsed: tick, generation: generation)
+        let fresh = SenderState(incarnation: h.incarnation, key: key, epoch: h.epochByte, highest: 0, window: .init(repeating: 0, count: Int(replayWindow / 64)), lastUsed: tick, generation: generation)
         guard var st = senders[h.sender] else {
             if senders.count >= maxSenders, let oldest = senders.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                 senders[oldest.key] = nil
@@ -419,10 +417,7 @@ public final class EnvelopeOpener: Sendable {
         return true
     }
 
-    /// 64 bits a word, ``replayWindow`` bits.
-    typealias ReplayBitmap = InlineArray<16, UInt64>
-
-    private static func set(_ bit: UInt64, in w: inout ReplayBitmap) { w[Int(bit / 64)] |= 1 << (bit % 64) }
-    private static func clear(_ bit: UInt64, in w: inout ReplayBitmap) { w[Int(bit / 64)] &= ~(1 << (bit % 64)) }
-    private static func isSet(_ bit: UInt64, in w: ReplayBitmap) -> Bool { w[Int(bit / 64)] & (1 << (bit % 64)) != 0 }
+    private static func set(_ bit: UInt64, in w: inout [UInt64]) { w[Int(bit / 64)] |= 1 << (bit % 64) }
+    private static func clear(_ bit: UInt64, in w: inout [UInt64]) { w[Int(bit / 64)] &= ~(1 << (bit % 64)) }
+    private static func isSet(_ bit: UInt64, in w: [UInt64]) -> Bool { w[Int(bit / 64)] & (1 << (bit % 64)) != 0 }
 }
