@@ -84,6 +84,16 @@ public struct GroupSimulation {
     public func trueTime(_ i: Int, local t: LocalTime) -> Int64 { hosts[i].clock.host(fromDevice: t) }
     public func peer(_ i: Int) -> PeerID { hosts[i].node.identity.peer }
 
+    /// Host `i`'s resolved estimate of host `j`'s clock now (direct, or through the mesh), against
+    /// the simulated truth: its signed error and its bound, in ns, and whether it is direct; nil
+    /// when host `i` has no estimate of `j`.
+    public func resolvedError(_ i: Int, of j: Int) -> (error: Double, bound: Double, direct: Bool)? {
+        let t = local(i)
+        guard let r = hosts[i].node.clocks.resolved(peer(j), at: t) else { return nil }
+        let truth = Double(hosts[j].clock.device(fromHost: trueTime(i, local: t)).ns - t.ns)
+        return (r.estimate.offset(at: t) - truth, r.estimate.errorBound(at: t), r.source == .direct)
+    }
+
     // MARK: - Driving
 
     /// Runs every event up to and including true time `t`.

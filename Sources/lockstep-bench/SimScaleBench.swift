@@ -126,12 +126,10 @@ struct SimScaleBench: ParsableCommand {
             sim.run(for: s)
             cpu += Self.threadCPU() - before
             for i in 0..<n {
-                let t = sim.local(i)
                 for j in 0..<n where j != i {
-                    guard let r = sim.hosts[i].node.clocks.resolved(sim.peer(j), at: t) else { unresolved += 1; continue }
-                    let truth = Double(sim.hosts[j].clock.device(fromHost: sim.trueTime(i, local: t)).ns - t.ns)
-                    let error = (r.estimate.offset(at: t) - truth).magnitude, bound = r.estimate.errorBound(at: t)
-                    if r.source == .direct {
+                    guard let r = sim.resolvedError(i, of: j) else { unresolved += 1; continue }
+                    let error = r.error.magnitude, bound = r.bound
+                    if r.direct {
                         direct.append(error)
                         directBounds.append(bound)
                         if error <= bound { directCovered += 1 }

@@ -9,14 +9,6 @@ import Testing
 struct SparseMeshTests {
     let s = Nanos.second, ms = Nanos.millisecond
 
-    /// Host `i`'s resolved estimate of host `j`, its error against the simulated truth and its bound, in ns.
-    func error(_ sim: GroupSimulation, _ i: Int, _ j: Int) -> (error: Double, bound: Double, direct: Bool)? {
-        let t = sim.local(i)
-        guard let r = sim.hosts[i].node.clocks.resolved(sim.peer(j), at: t) else { return nil }
-        let truth = Double(sim.hosts[j].clock.device(fromHost: sim.trueTime(i, local: t)).ns - t.ns)
-        return (r.estimate.offset(at: t) - truth, r.estimate.errorBound(at: t), r.source == .direct)
-    }
-
     /// Peers host `i` sent `kind` datagrams to after true time `from` (clock requests, not probes; or reports).
     func destinations(_ sim: GroupSimulation, _ i: Int, from: Int64, reports: Bool) -> Set<PeerID> {
         var out = Set<PeerID>()
@@ -44,7 +36,7 @@ struct SparseMeshTests {
             for i in 0..<12 {
                 #expect(sim.hosts[i].node.membership.reachable.count == 11, "host \(i) reaches every other")
                 for j in 0..<12 where j != i {
-                    guard let e = error(sim, i, j) else {
+                    guard let e = sim.resolvedError(i, of: j) else {
                         Issue.record("host \(i) has no estimate of host \(j)")
                         continue
                     }
@@ -77,7 +69,7 @@ struct SparseMeshTests {
         sim.run(for: 8 * s)
         var missing: [String] = []
         for i in 0..<32 {
-            for j in 0..<32 where j != i && error(sim, i, j) == nil { missing.append("\(i)→\(j)") }
+            for j in 0..<32 where j != i && sim.resolvedError(i, of: j) == nil { missing.append("\(i)→\(j)") }
         }
         #expect(missing.isEmpty, "no estimate for \(missing.count) pairs: \(missing.prefix(10))")
     }
