@@ -306,8 +306,9 @@ public struct ExchangeScheduler: Sendable {
         now >= sendWindow(at: now, estimate: estimate).earliest
     }
 
-    /// The earliest a request may join a batch, and when it is due.
-    private func sendWindow(at now: LocalTime, estimate: ClockEstimate?) -> (earliest: LocalTime, due: LocalTime) {
+    /// The earliest a request may join a batch (``mayJoin(at:estimate:)``), and when it is due
+    /// (``nextSendTime(at:estimate:)``), from one computation of the interval.
+    public func sendWindow(at now: LocalTime, estimate: ClockEstimate?) -> (earliest: LocalTime, due: LocalTime) {
         // A last send in the future: our clock went back behind our back. Measure now, so that
         // the step shows (``OwnClockStepDetector``) rather than silence until time catches up.
         guard let lastSent, lastSent <= now else { return (now, now) }

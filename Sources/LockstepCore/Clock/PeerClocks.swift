@@ -472,10 +472,10 @@ public struct PeerClocks: Sendable {
         var sending: [(peer: PeerID, join: Bool)] = []
         for peer in peers {
             guard let link = links[peer] else { continue }
-            let estimate = link.estimator.estimate(at: now)
-            if link.scheduler.shouldSend(at: now, estimate: estimate) {
+            let window = link.scheduler.sendWindow(at: now, estimate: link.estimator.estimate(at: now))
+            if now >= window.due {
                 sending.append((peer, false))
-            } else if link.scheduler.mayJoin(at: now, estimate: estimate) {
+            } else if now >= window.earliest {
                 sending.append((peer, true))
             }
         }
