@@ -74,6 +74,7 @@ public struct ClockScenarioCheck: Sendable {
             check("011-exponential", "4 ms + exponential jitter (mean 1 ms) each way", .symmetric(exponential), peer: .fastFar, p99: 150_000),
             check("011-two-stage", "4 ms + two queues in a row (mean 1 ms) each way", .symmetric(twoStage), peer: .fastFar, p99: 150_000),
             check("013-lab-bridge", "the lab's bridge: each direction drifts in and out of a fast regime", bridge, local: .slowFar, peer: .fastFar, p99: 20_000),
+            check("015-creep", "veth, outbound minimum delay creeping 4 µs up and back every minute", .creepingVeth, local: .slowFar, peer: .fastFar, p99: 20_000),
         ]
     }()
 }

@@ -32,10 +32,15 @@ public struct LegModel: Sendable {
     /// From true time `atNs` on, every packet takes `extraNs` longer (a route change, or an
     /// on-path attacker holding this direction's packets).
     public var step: (atNs: Int64, extraNs: Int64)?
+    /// The base creeps up by `amplitudeNs` and back down again every `periodNs` (a triangle, from
+    /// true time 0): a minimum delay that drifts in this direction only, as a queue or a softirq
+    /// moving between cores makes the lab's bridge do by a few µs within a minute.
+    public var creep: (amplitudeNs: Double, periodNs: Int64)?
 
     public init(
         baseNs: Int64, jitter: Jitter = .none, spikeProbability: Double = 0,
-        spikeRangeNs: ClosedRange<Double> = 100_000...2_000_000, loss: Double = 0, step: (atNs: Int64, extraNs: Int64)? = nil
+        spikeRangeNs: ClosedRange<Double> = 100_000...2_000_000, loss: Double = 0, step: (atNs: Int64, extraNs: Int64)? = nil,
+        creep: (amplitudeNs: Double, periodNs: Int64)? = nil
     ) {
         self.baseNs = baseNs
         self.jitter = jitter
@@ -43,6 +48,7 @@ public struct LegModel: Sendable {
         self.spikeRangeNs = spikeRangeNs
         self.loss = loss
         self.step = step
+        self.creep = creep
     }
 
     /// A veth between two namespaces: ~20 µs, a few µs of noise, rare 100 µs – 2 ms spikes.
@@ -77,6 +83,10 @@ public struct LegModel: Sendable {
         }
         if rng.chance(spikeProbability) {
             d += spikeRangeNs.lowerBound + rng.unit() * (spikeRangeNs.upperBound - spikeRangeNs.lowerBound)
+        }
+        if let creep, creep.periodNs > 0 {
+            let phase = Double(t.magnitude % UInt64(creep.periodNs)) / Double(creep.periodNs)
+            d += creep.amplitudeNs * (1 - (2 * phase - 1).magnitude)
         }
         if let step, t >= step.atNs { return Int64(d) + step.extraNs }
         return Int64(d)

@@ -1,3 +1,5 @@
+import LockstepCore
+
 /// A link between two hosts: a leg each way.
 public struct LinkModel: Sendable {
     public var forward: LegModel
@@ -19,5 +21,12 @@ public struct LinkModel: Sendable {
         var leg = LegModel.veth
         leg.loss = 0.1
         return .symmetric(leg)
+    }
+    /// A veth whose outbound minimum delay creeps up by 4 µs and back every minute
+    /// (``LegModel/creep``), the return leg steady: the envelopes take the drift for skew.
+    public static var creepingVeth: LinkModel {
+        var out = LegModel.veth
+        out.creep = (4_000, 60 * Nanos.second)
+        return LinkModel(forward: out, backward: .veth)
     }
 }

@@ -37,7 +37,9 @@
 /// or second gap, ``scale(_:residuals:residual:)``), measures how far an envelope may sit above
 /// the truth; the offset's scale where the edges rest is `σ₀ = √((μ→² + μ←²)/4 + floor²)`. The
 /// skew's scale `σₛ` is the larger of a jackknife (re-fit each edge leaving out either end: an
-/// edge resting on one lucky sample moves) and `μ / edge length`. *Hard* (any asymmetry): each
+/// edge resting on one lucky sample moves) and `μ / edge length`, and at least a quarter of the
+/// two directions' disagreement about the skew (a minimum delay drifting one way only tilts one
+/// edge: ``directionsShare``). *Hard* (any asymmetry): each
 /// sample brackets the true offset within `θ ± δ/2`, so for the best sample `i`,
 /// `δᵢ/2 + |line(xᵢ) − θᵢ| + skewErrorMax·|t − xᵢ|`, where `skewErrorMax` comes from the brackets
 /// of the best sample in each half of the window, or the largest skew believed possible
@@ -141,6 +143,10 @@ enum EnvelopeFit {
     struct EdgeSkew {
         var slope = 0.0
         var sigma = 0.0
+        /// How far apart the two directions' views of the skew are (`|out edge − (−back edge)|`,
+        /// a ratio): a minimum delay that drifted in one direction only tilts that direction's
+        /// edge alone, and biases the skew by half this.
+        var directions = 0.0
         /// Where the edges rest, relative to the reference.
         var support: Double
         /// The two edges' lengths in local time (nil: too few hull points for edges).
@@ -172,6 +178,7 @@ enum EnvelopeFit {
             {
                 skew = combined(skew, ls, maxSkew: maxSkew)
             }
+            skew.sigma = max(skew.sigma, skew.directions / Self.directionsShare)
             skew = shrunk(skew, priorPPM: configuration.skewPriorPPM)
             (alpha, rho) = envelopes(sorted, frame, slope: skew.slope)
         }
@@ -218,6 +225,7 @@ enum EnvelopeFit {
         let o = centreEdge(of: scratch.hullOut, sorted, frame, middle: middle) { frame.a($0) }
         let b = centreEdge(of: scratch.hullBack, sorted, frame, middle: middle) { frame.r($0) }
         skew.slope = min(max((o.slope - b.slope) / 2, -maxSkew), maxSkew)
+        skew.directions = (o.slope + b.slope).magnitude
         let (op, oq) = (frame.x(sorted[o.p]), frame.x(sorted[o.q]))
         let (bp, bq) = (frame.x(sorted[b.p]), frame.x(sorted[b.q]))
         skew.support = (op + oq + bp + bq) / 4
@@ -281,6 +289,14 @@ enum EnvelopeFit {
         guard k > 0 else { return 0 }
         return Quickselect.select(&residuals, k: k - 1)
     }
+
+    /// The skew is no better known than this share of the two directions' disagreement
+    /// (``EdgeSkew/directions``): a minimum delay that crept up or down in one direction over the
+    /// window (a queue, a softirq moving to a busier core: the lab's bridge does this by a few µs
+    /// within a minute) biases the skew by half of it, which neither edge's jackknife nor least
+    /// squares (biased alike) shows; with the bound's z·k = 9, a quarter covers that bias 4.5 times
+    /// over, as ``combined(_:_:maxSkew:)`` covers the edges' disagreement with least squares.
+    static let directionsShare = 4.0
 
     /// Margin on the least-squares slope's standard error: path delays drift (queues and
     /// scheduling change over seconds), so residuals of neighbouring samples are correlated and
