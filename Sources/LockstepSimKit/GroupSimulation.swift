@@ -56,8 +56,12 @@ public struct GroupSimulation {
     public var delivered = 0, dropped = 0
 
     /// `count` hosts; host i has clock `clocks[i]` (default: random offsets up to ±30 s and skews
-    /// up to ±200 ppm). All hosts know each other's endpoints (as DNS-SD would tell them) at time 0.
-    public init(hosts count: Int, seed: UInt64 = 1, clocks: [DeviceClock]? = nil, network: Network = .init(), configure: (inout Node.Configuration) -> Void = { _ in }) {
+    /// up to ±200 ppm). All hosts know each other's endpoints (as DNS-SD would tell them) at time
+    /// 0, unless `discovered` is false: then only what ``see(_:_:)`` tells them.
+    public init(
+        hosts count: Int, seed: UInt64 = 1, clocks: [DeviceClock]? = nil, network: Network = .init(), discovered: Bool = true,
+        configure: (inout Node.Configuration) -> Void = { _ in }
+    ) {
         rng = SplitMix64(seed: seed)
         self.network = network
         var config = Node.Configuration()
@@ -68,7 +72,7 @@ public struct GroupSimulation {
             let node = Node(identity: .init(peer: id, incarnation: 1, name: "n\(i)"), configuration: config)
             hosts.append(Host(node: node, clock: clock, endpoint: .v4(a: 10, b: 0, c: 0, d: UInt8(i + 1), port: 4000)))
         }
-        for i in 0..<count {
+        for i in 0..<count where discovered {
             for j in 0..<count where i != j { see(i, j) }
         }
     }

@@ -78,4 +78,23 @@ struct DiscoveryLabTests {
         #expect(warnings.count == 1, "one line says avahi is missing and how to start it")
         #expect(warnings.first?.contains("avahi-daemon") == true)
     }
+
+    @Test("without any avahi-daemon, agents given only one member's address each reach every other: the member tells them where the rest are")
+    func introducedPeersWithoutAvahi() async throws {
+        let lab = try Lab(hosts: 5, avahi: false, name: "intro")
+        defer { lab.destroy() }
+        let a1 = try lab.address(1)
+        try lab.startAgent(1, flags: ["--port", "4400"])
+        for h in 2...5 { try lab.startAgent(h, flags: ["--port", "4400", "--peer", "\(a1):4400"]) }
+        let all = try await waitUntil(timeout: 10) {
+            for h in 1...5 {
+                let s = try await states(lab, h)
+                if (1...5).filter({ $0 != h }).contains(where: { s["h\($0)"] != "reachable" }) { return false }
+            }
+            return true
+        }
+        #expect(all != nil, "each agent lists the four others as reachable: h2…h5 knew only h1")
+        #expect(all.map { $0 < 5 } == true, "within 5 s (took \(all.map { String($0) } ?? "forever") s)")
+        print("introduced peers lab: all reachable after \(all ?? -1) s")
+    }
 }

@@ -85,6 +85,13 @@ struct VectorTests {
             ("clock result (the requester's half, for the replier)", .clockResult(exchange: 7, echo: 1_000_000_123, t1: PeerTime(ns: 1_000_000_140), t4: PeerTime(ns: 1_000_000_290))),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
+            (
+                "peer_addresses (IPv4 and IPv6)",
+                .peerAddresses([
+                    PeerAddress(peer: a, endpoint: .v4(a: 10, b: 77, c: 0, d: 2, port: 7362)),
+                    PeerAddress(peer: b, endpoint: .v6(bytes: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [2], port: 7362, scope: 0)),
+                ])
+            ),
             ("operation: a seek by a player, with two heads and the origin's result, asking for an ack", .operation(seek, wantsAck: true)),
             ("operation: a load from a peer that is not the basis", .operation(load, wantsAck: false)),
             ("operation: a start, with a reason", .operation(start, wantsAck: true)),

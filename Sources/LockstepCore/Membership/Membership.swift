@@ -13,7 +13,8 @@
 /// was a member's forgery: the real peer must not be locked out for good).
 ///
 /// It also runs the introductions: a peer that becomes reachable (or restarts) is sent a `hello`
-/// asking for its own, again every ``Configuration/helloRetry`` until its `hello` (its name)
+/// asking for its own, again after ``Configuration/firstHelloRetry`` and then every
+/// ``Configuration/helloRetry`` until its `hello` (its name)
 /// arrives (``dueHellos(now:)``).
 public struct Membership: Sendable {
     public struct Configuration: Sendable, Equatable {
@@ -43,6 +44,11 @@ public struct Membership: Sendable {
         public var forgetAfter: TimeSpan = .seconds(600)
         /// A peer whose `hello` has not arrived is asked again this often.
         public var helloRetry: TimeSpan = .seconds(1)
+        /// The first time, it is asked again sooner: a peer met through its own datagrams (before
+        /// DNS-SD resolved it, or introduced by another member) has no name but its hello's, and
+        /// the first hellos of a pair cross the session being set up and the anti-amplification
+        /// budget, which hold back or drop some.
+        public var firstHelloRetry: TimeSpan = .milliseconds(200)
         /// At most this many peers are tracked; more are refused (and counted).
         public var maxPeers: Int = 64
         /// At most this many paths per peer.
@@ -103,6 +109,8 @@ public struct Membership: Sendable {
         var withdrawnAt: LocalTime?
         /// Its `hello` has not arrived yet: ask again at this time.
         var helloDue: LocalTime?
+        /// Hellos sent since it last became reachable or restarted, without its own in return.
+        var hellosAsked = 0
 
         /// Discovery vouches for it: DNS-SD shows it, or a configured endpoint leads to it.
         public var vetted: Bool { !sightings.isEmpty || paths.contains { $0.source != .learned } }
@@ -122,6 +130,11 @@ public struct Membership: Sendable {
     public let configuration: Configuration
     public let me: PeerID
     public private(set) var peers: [PeerID: Peer] = [:]
+    /// Peers met for the first time or restarted that have not yet been told where this node
+    /// reaches its other peers (`peer_addresses`): ``Node`` tells each once its address is
+    /// validated (a large message to an address that has not answered a challenge would be held
+    /// back by the shell's anti-amplification budget, and lost).
+    public private(set) var addressesOwed: Set<PeerID> = []
     /// Static endpoints whose peer is not known yet, and when each was last probed.
     public private(set) var unidentified: [Endpoint: LocalTime?] = [:]
     private var staticEndpoints: Set<Endpoint> = []
@@ -189,6 +202,33 @@ public struct Membership: Sendable {
         return events
     }
 
+    /// A reachable peer says it reaches `peer` at `endpoint` (its `peer_addresses`, sent when
+    /// this node became reachable to it): a peer this node has no path to yet (DNS-SD has not
+    /// named or resolved it) gets that one, is resolved, and is probed at once; the returned
+    /// endpoint is the probe to send now. It counts as a stranger until it answers
+    /// (``StrangerBudget``: a member's word is no better than DNS-SD's, which anyone on the LAN
+    /// can publish), probed for ``StrangerBudget/introducedProbesFor`` and then forgotten unless
+    /// DNS-SD names it meanwhile. Peers with paths, this node itself and addresses another device
+    /// cannot use are left alone.
+    public mutating func onIntroduced(_ peer: PeerID, at endpoint: Endpoint, now: LocalTime) -> (events: [Event], probe: Endpoint?) {
+        guard peer != me, PeerAddress.isPassable(endpoint) else { return ([], nil) }
+        if let known = peers[peer], known.state == .reachable || !known.paths.isEmpty { return ([], nil) }
+        var events: [Event] = []
+        guard var p = existingOrNew(peer, authenticated: false, now: now, events: &events) else { return (events, nil) }
+        Self.addPath(endpoint, source: .learned, to: &p, limit: configuration.maxPathsPerPeer)
+        guard let i = p.paths.firstIndex(where: { $0.endpoint == endpoint }) else { return (events, nil) }
+        p.paths[i].lastProbed = now
+        if p.state == .discovered || p.state == .lost { transition(&p, to: .resolved, now: now, events: &events) }
+        peers[peer] = p
+        return (events, endpoint)
+    }
+
+    /// Whether `p` is known only from another peer's introduction: never heard, and neither
+    /// DNS-SD nor configuration vouches for it.
+    static func onlyIntroduced(_ p: Peer) -> Bool {
+        p.lastHeard == nil && p.state != .lost && !p.vetted
+    }
+
     /// A static endpoint to contact (its peer id is learnt when it answers).
     public mutating func onStaticEndpoint(_ endpoint: Endpoint) {
         staticEndpoints.insert(endpoint)
@@ -214,7 +254,9 @@ public struct Membership: Sendable {
             p.paths.removeAll { $0.source == .learned }
             p.preferred = nil
             p.helloDue = now
+            p.hellosAsked = 0
             p.incarnation = incarnation
+            addressesOwed.insert(peer)
         }
         if p.incarnation == nil { p.incarnation = incarnation }
         if proven { p.provenIncarnation = max(p.provenIncarnation ?? 0, incarnation) }
@@ -226,11 +268,31 @@ public struct Membership: Sendable {
         if let at = p.withdrawnAt, now >= at { p.withdrawnDeadline = nil }
         p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailover)
         if p.state != .reachable {
+            // Met for the first time (not back from lost): it is owed where the others are.
+            if p.state != .lost { addressesOwed.insert(peer) }
             transition(&p, to: .reachable, now: now, events: &events)
             p.helloDue = now
+            p.hellosAsked = 0
         }
         peers[peer] = p
         return events
+    }
+
+    /// `peer`'s address answered a challenge for the first time: what went to it before was
+    /// held to the shell's anti-amplification budget, hellos included. A hello of ours still
+    /// waiting for the peer's is due now (it asks again, with our name); otherwise returns true:
+    /// the owner sends ours once more.
+    public mutating func onPathValidated(_ peer: PeerID, now: LocalTime) -> Bool {
+        guard var p = peers[peer], p.state == .reachable else { return false }
+        guard p.helloDue != nil else { return true }
+        p.helloDue = now
+        peers[peer] = p
+        return false
+    }
+
+    /// The peer was told where this node's other peers are (or is no longer reachable to be).
+    public mutating func onAddressesSent(to peer: PeerID) {
+        addressesOwed.remove(peer)
     }
 
     /// Which peers this node does not exchange with regularly: their liveness comes from the peers
@@ -289,6 +351,11 @@ public struct Membership: Sendable {
                 } else {
                     p.preferred = Self.choosePath(p, now: now, failover: configuration.pathFailover)
                 }
+            } else if Self.onlyIntroduced(p), now - p.since >= configuration.strangers.introducedProbesFor {
+                // Introduced, never answered, and no longer probed: nothing else would remove it.
+                peers[id] = nil
+                events.append(.forgotten(id))
+                continue
             } else if p.state == .lost {
                 if now - p.since >= configuration.forgetAfter {
                     peers[id] = nil
@@ -360,7 +427,8 @@ public struct Membership: Sendable {
                 peers[id] = p
                 continue
             }
-            p.helloDue = now + configuration.helloRetry
+            p.helloDue = now + (p.hellosAsked == 0 ? configuration.firstHelloRetry : configuration.helloRetry)
+            p.hellosAsked += 1
             peers[id] = p
             out.append(id)
         }
@@ -407,7 +475,7 @@ public struct Membership: Sendable {
                 next = min(next, p.since + configuration.forgetAfter)
                 if let w = p.withdrawnDeadline { next = min(next, w) }
             case .discovered, .resolved:
-                break
+                if Self.onlyIntroduced(p) { next = min(next, p.since + configuration.strangers.introducedProbesFor) }
             }
             for path in p.paths {
                 if let interval = probeInterval(p, path, now: now) { next = min(next, (path.lastProbed ?? now) + interval) }

@@ -68,9 +68,13 @@ public struct PathValidation: Sendable {
     }
 
     /// Whether discovery vouches for `endpoint`: a peer's DNS-SD or configured path, or a
-    /// configured endpoint whose peer is not known yet.
+    /// configured endpoint whose peer is not known yet; or another member's introduction of a
+    /// peer never heard (`peer_addresses`), which is only ever probed, for a few seconds
+    /// (``StrangerBudget/introducedProbesFor``), as a stranger DNS-SD names is.
     public static func isVouched(_ endpoint: Endpoint, by membership: Membership) -> Bool {
         if membership.unidentified[endpoint] != nil { return true }
-        return membership.peers.values.contains { p in p.paths.contains { $0.endpoint == endpoint && $0.source != .learned } }
+        return membership.peers.values.contains { p in
+            p.paths.contains { $0.endpoint == endpoint && ($0.source != .learned || Membership.onlyIntroduced(p)) }
+        }
     }
 }

@@ -24,6 +24,11 @@ public struct StrangerBudget: Sendable, Equatable {
     public var slowProbeInterval: TimeSpan = .seconds(5)
     /// After this long unheard, its paths are no longer probed.
     public var giveUpAfter: TimeSpan = .seconds(60)
+    /// A stranger only another member named (`peer_addresses`, not DNS-SD) is probed at the
+    /// usual interval for this long, then forgotten: a real peer answers within a round trip,
+    /// and a member's word must not make every device probe an address for long (each such
+    /// entry costs a victim at most this many probes per device told).
+    public var introducedProbesFor: TimeSpan = .seconds(3)
 
     public init() {}
 

@@ -21,6 +21,11 @@ public enum PeerMessage: Equatable, Sendable {
     case clockResult(exchange: UInt32, echo: Int64, t1: PeerTime, t4: PeerTime)
     /// Introduces the sender (its human name); `wantsReply` asks for a hello back.
     case hello(name: String, wantsReply: Bool)
+    /// Where the sender reaches some of its peers, sorted by peer id, unique, each passable
+    /// (``PeerAddress/isPassable(_:)``; at most ``maxPeerAddresses`` per message, more in
+    /// several): sent to a peer that has just become reachable, so that it reaches the rest of
+    /// the group without waiting for DNS-SD.
+    case peerAddresses([PeerAddress])
     /// The sender is shutting down.
     case goodbye
     /// An operation of the group's history. `wantsAck` asks for an ``ack(_:)``.
@@ -70,6 +75,8 @@ public enum PeerMessage: Equatable, Sendable {
     public static let maxParticipantDigests = 40
     public static let maxCheckpointEntries = 40
     public static let maxReportEntries = 12
+    /// Entries of one `peer_addresses` (35 bytes each at most: a datagram stays under a kilobyte).
+    public static let maxPeerAddresses = 24
     /// Removals carried by one `epoch_key` (the newest roster's removals beyond this travel
     /// with later keys; see ``Roster``).
     public static let maxRemovedPerKey = 64

@@ -95,7 +95,15 @@ public struct Node: Sendable {
         case .clockRequest(let exchange, let t1):
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
         case .clockReply(let exchange, let echo, let t2, let t3):
+            let challenged = paths.isValidated(source, now: receivedAt)
             paths.onEcho(echo, from: source, now: receivedAt)
+            // The sender's address answered our challenge for the first time: until now what went
+            // to it was held to the shell's anti-amplification budget, and our hello may have been
+            // held back (or crossed the session being set up). Our name must not wait for a retry.
+            if !challenged, paths.isValidated(source, now: receivedAt), !PathValidation.isVouched(source, by: membership),
+                membership.onPathValidated(sender, now: now) {
+                out.append(.send(.hello(name: identity.name, wantsReply: false), to: source))
+            }
             out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
         case .clockFollowUp(let exchange, let echo, let t3):
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
@@ -116,6 +124,8 @@ public struct Node: Sendable {
             if wantsReply { out.append(.send(.hello(name: identity.name, wantsReply: false), to: source)) }
         case .goodbye:
             out += route(membership.onGoodbye(sender, now: now), now: now)
+        case .peerAddresses(let entries):
+            out += onPeerAddresses(entries, source: source, now: now)
         case .operation(let op, let wantsAck):
             feedGroupClock(now: now)
             out += run(group.onOperation(op, wantsAck: wantsAck, from: sender, source: source, now: now), from: sender)
@@ -141,7 +151,11 @@ public struct Node: Sendable {
             // The group key's protocol lives with the keys, in the shell's wire module.
             break
         }
-        out += hellos(now: now)
+        // A peer met just now is greeted first (unless this was its hello): to an address that
+        // has not answered a challenge the shell sends only a few times what came from it, and
+        // the name matters most.
+        out = hellos(now: now) + out
+        out += peerAddressesDue(now: now)
         return settle(out, now: now)
     }
 
@@ -176,6 +190,7 @@ public struct Node: Sendable {
             out.append(.sendClockRequest(exchange: 0, to: endpoint))
         }
         out += hellos(now: now)
+        out += peerAddressesDue(now: now)
         out += run(clocks.onTick(now: now, routes: membership.routes))
         let peers = membership.reachable
         let rtts = roundTrips(now: now)
@@ -389,6 +404,49 @@ public struct Node: Sendable {
             case .send(let report, let peer): membership.endpoint(of: peer).map { .send(.syncReport(report), to: $0) }
             }
         }
+    }
+
+    /// `peer_addresses` due (peer protocol §4.4a): peers met for the first time or restarted
+    /// (``Membership/addressesOwed``) learn where this node reaches its other peers, once their
+    /// address is validated; one that is no longer reachable is owed nothing.
+    private mutating func peerAddressesDue(now: LocalTime) -> [NodeDirective] {
+        guard !membership.addressesOwed.isEmpty else { return [] }
+        var out: [NodeDirective] = []
+        for peer in membership.addressesOwed.sorted() {
+            guard membership.isReachable(peer), let to = membership.endpoint(of: peer) else {
+                membership.onAddressesSent(to: peer)
+                continue
+            }
+            guard isValidated(to, now: now) else { continue }
+            membership.onAddressesSent(to: peer)
+            out += peerAddresses(for: peer, at: to)
+        }
+        return out
+    }
+
+    /// Where this node reaches its other reachable peers, for `peer` at `to`. Loopback addresses
+    /// go only to a peer reached over loopback (the same host).
+    private func peerAddresses(for peer: PeerID, at to: Endpoint) -> [NodeDirective] {
+        let entries: [PeerAddress] = membership.reachable.compactMap { other in
+            guard other != peer, let e = membership.endpoint(of: other), PeerAddress.isPassable(e), e.isLoopback == to.isLoopback else { return nil }
+            return PeerAddress(peer: other, endpoint: e)
+        }
+        return stride(from: 0, to: entries.count, by: PeerMessage.maxPeerAddresses).map { start in
+            .send(.peerAddresses(Array(entries[start..<min(start + PeerMessage.maxPeerAddresses, entries.count)])), to: to)
+        }
+    }
+
+    /// A peer's `peer_addresses`: the peers this node has no path to yet are probed at the
+    /// addresses it gives (``Membership/onIntroduced(_:at:now:)``). A loopback address counts only
+    /// from a peer on this host (it names this host's own loopback).
+    private mutating func onPeerAddresses(_ entries: [PeerAddress], source: Endpoint, now: LocalTime) -> [NodeDirective] {
+        var out: [NodeDirective] = []
+        for entry in entries where entry.endpoint.isLoopback == source.isLoopback {
+            let (events, probe) = membership.onIntroduced(entry.peer, at: entry.endpoint, now: now)
+            out += route(events, now: now)
+            if let probe { out.append(.sendClockRequest(exchange: 0, to: probe)) }
+        }
+        return out
     }
 
     /// Introductions due: our hello, asking for theirs.

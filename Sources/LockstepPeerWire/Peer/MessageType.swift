@@ -9,6 +9,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case goodbye = 0x04
     case clockFollowUp = 0x05
     case clockResult = 0x06
+    case peerAddresses = 0x07
     case operation = 0x10
     case itemRegister = 0x11
     case ack = 0x12
@@ -34,6 +35,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockResult: self = .clockResult
         case .hello: self = .hello
         case .goodbye: self = .goodbye
+        case .peerAddresses: self = .peerAddresses
         case .operation: self = .operation
         case .itemRegister: self = .itemRegister
         case .currentRegister: self = .currentRegister
@@ -61,6 +63,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockResult: "clock_result"
         case .hello: "hello"
         case .goodbye: "goodbye"
+        case .peerAddresses: "peer_addresses"
         case .operation: "operation"
         case .itemRegister: "item_register"
         case .currentRegister: "current_register"

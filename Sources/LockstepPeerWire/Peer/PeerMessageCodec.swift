@@ -30,6 +30,22 @@ extension PeerMessage {
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
         case .goodbye:
             break
+        case .peerAddresses(let entries):
+            let kept = entries.prefix(PeerMessage.maxPeerAddresses)
+            w.u8(UInt8(kept.count))
+            for e in kept {
+                w.raw(e.peer.bytes)
+                switch e.endpoint {
+                case .v4(let a, let b, let c, let d, let port):
+                    w.u8(4)
+                    w.raw([a, b, c, d])
+                    w.u16(port)
+                case .v6(let bytes, let port, _):
+                    w.u8(6)
+                    w.raw(bytes)
+                    w.u16(port)
+                }
+            }
         case .operation(let op, let wantsAck):
             w.u8(wantsAck ? 1 : 0)
             Self.write(op, into: &w)
@@ -248,6 +264,29 @@ extension PeerMessage {
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
         case .goodbye:
             message = .goodbye
+        case .peerAddresses:
+            let n = Int(try r.u8("addresses.count"))
+            guard n <= maxPeerAddresses else { throw .tooLong(field: "addresses", limit: maxPeerAddresses) }
+            var entries: [PeerAddress] = []
+            for _ in 0..<n {
+                let peer = try readPeer(&r, "address.peer")
+                let endpoint: Endpoint
+                switch try r.u8("address.family") {
+                case 4:
+                    let a = try r.raw(4, "address.ipv4")
+                    endpoint = .v4(a: a[a.startIndex], b: a[a.startIndex + 1], c: a[a.startIndex + 2], d: a[a.startIndex + 3], port: try r.u16("address.port"))
+                case 6:
+                    endpoint = .v6(bytes: Array(try r.raw(16, "address.ipv6")), port: try r.u16("address.port"), scope: 0)
+                default:
+                    throw .invalid(field: "address.family")
+                }
+                // Canonical form only: sorted by peer, unique; and only addresses another
+                // device can use (no port 0, link-local, multicast, broadcast or unspecified).
+                guard entries.last.map({ $0.peer < peer }) ?? true else { throw .invalid(field: "addresses") }
+                guard PeerAddress.isPassable(endpoint) else { throw .invalid(field: "address.endpoint") }
+                entries.append(PeerAddress(peer: peer, endpoint: endpoint))
+            }
+            message = .peerAddresses(entries)
         case .operation:
             let flags = try readFlags(&r, allowed: 1)
             message = .operation(try readOperation(&r), wantsAck: flags & 1 != 0)

@@ -16,7 +16,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case type, exchange, echo, t1, t2, t3, t4, name
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
-        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint, after, more
+        case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint, after, more, addresses
     }
 
     public init(from decoder: any Decoder) throws {
@@ -37,6 +37,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
             message = .goodbye
+        case "peer_addresses":
+            message = .peerAddresses(try c.decode([PeerAddress].self, forKey: .addresses))
         case "operation":
             message = .operation(try c.decode(GroupOperation.self, forKey: .operation), wantsAck: try c.decode(Bool.self, forKey: .wantsAck))
         case "item_register":
@@ -106,6 +108,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(wantsReply, forKey: .wantsReply)
         case .goodbye:
             break
+        case .peerAddresses(let entries):
+            try c.encode(entries, forKey: .addresses)
         case .operation(let op, let wantsAck):
             try c.encode(op, forKey: .operation)
             try c.encode(wantsAck, forKey: .wantsAck)

@@ -1,0 +1,61 @@
+import Testing
+
+@testable import LockstepCore
+
+/// `peer_addresses` in one node (peer protocol §4.4a): who is told, when, and what is believed.
+@Suite("Peer addresses in a node")
+struct PeerAddressesNodeTests {
+    static let me = PeerID(high: 0, low: 1)
+    static let bob = PeerID(high: 0, low: 2)
+    static let carol = PeerID(high: 0, low: 3)
+    static let dave = PeerID(high: 0, low: 4)
+    static let bobPath = Endpoint.v4(a: 10, b: 0, c: 0, d: 2, port: 4000)
+    static let carolPath = Endpoint.v4(a: 10, b: 0, c: 0, d: 3, port: 4000)
+    static let t0 = LocalTime(ns: 10_000_000_000)
+
+    /// A node that reaches carol (DNS-SD showed her), then hears bob for the first time from an
+    /// address nothing vouches for.
+    static func nodeMeetingBob() -> (Node, [NodeDirective]) {
+        var n = Node(identity: .init(peer: me, incarnation: 1, name: "den"))
+        _ = n.onSighting(carol, name: "carol", sighting: .init(instance: "carol", interfaceIndex: 2), endpoints: [carolPath], now: t0)
+        _ = n.onMessage(.hello(name: "carol", wantsReply: false), from: carol, incarnation: 5, source: carolPath, receivedAt: t0, now: t0)
+        let met = n.onMessage(.hello(name: "bob", wantsReply: false), from: bob, incarnation: 7, source: bobPath, receivedAt: t0, now: t0)
+        return (n, met)
+    }
+
+    static func told(_ d: [NodeDirective]) -> [PeerAddress]? {
+        for case .send(.peerAddresses(let entries), bobPath) in d { return entries }
+        return nil
+    }
+
+    @Test("a peer met from an unvalidated address is told where the others are only once it answers a challenge, and only once")
+    func toldOnceValidated() {
+        var (n, met) = Self.nodeMeetingBob()
+        #expect(Self.told(met) == nil, "held until bob's address is validated: the shell would hold a large message back")
+        let tick = n.onTick(now: Self.t0 + .milliseconds(1))
+        guard let exchange = tick.lazy.compactMap({ d -> UInt32? in if case .sendClockRequest(let x, Self.bobPath) = d, x != 0 { x } else { nil } }).first else {
+            Issue.record("no clock request to bob")
+            return
+        }
+        #expect(Self.told(tick) == nil)
+        n.onClockRequestSent(exchange: exchange, to: Self.bobPath, t1: Self.t0 + .milliseconds(1))
+        let answered = n.onMessage(
+            .clockReply(exchange: exchange, echo: (Self.t0 + .milliseconds(1)).ns, t2: PeerTime(ns: 1), t3: PeerTime(ns: 2)), from: Self.bob, incarnation: 7,
+            source: Self.bobPath, receivedAt: Self.t0 + .milliseconds(2), now: Self.t0 + .milliseconds(2))
+        #expect(Self.told(answered) == [PeerAddress(peer: Self.carol, endpoint: Self.carolPath)])
+        #expect(Self.told(n.onTick(now: Self.t0 + .seconds(1))) == nil, "told once")
+    }
+
+    @Test("from a peer not on this host, a loopback address is not believed; a usable one is probed at once")
+    func loopbackOnlyFromLoopback() {
+        var (n, _) = Self.nodeMeetingBob()
+        let loopback = Endpoint.v4(a: 127, b: 0, c: 0, d: 1, port: 4001)
+        let d = n.onMessage(.peerAddresses([PeerAddress(peer: Self.dave, endpoint: loopback)]), from: Self.bob, incarnation: 7, source: Self.bobPath, receivedAt: Self.t0, now: Self.t0)
+        #expect(!d.contains(.sendClockRequest(exchange: 0, to: loopback)))
+        #expect(n.membership.peers[Self.dave] == nil)
+        let davePath = Endpoint.v4(a: 10, b: 0, c: 0, d: 4, port: 4000)
+        let e = n.onMessage(.peerAddresses([PeerAddress(peer: Self.dave, endpoint: davePath)]), from: Self.bob, incarnation: 7, source: Self.bobPath, receivedAt: Self.t0, now: Self.t0)
+        #expect(e.contains(.sendClockRequest(exchange: 0, to: davePath)))
+        #expect(n.membership.peers[Self.dave]?.state == .resolved)
+    }
+}
