@@ -20,9 +20,9 @@ public struct PeerAddress: Sendable, Equatable {
     public static func isPassable(_ endpoint: Endpoint) -> Bool {
         guard endpoint.port != 0 else { return false }
         switch endpoint {
-        case .v4(let a, let b, let c, let d, _):
+        case .v4(let a, _, _, _, _):
             // 0.0.0.0/8 (this network), 224.0.0.0/4 (multicast) and above (reserved, broadcast).
-            return a != 0 && a < 224 && !(a == 255 && b == 255 && c == 255 && d == 255)
+            return a != 0 && a < 224
         case .v6(let bytes, _, let scope):
             // ::, ff00::/8 (multicast), fe80::/10 (link-local, whose scope is the sender's).
             return scope == 0 && bytes.count == 16 && bytes[0] != 0xff && !endpoint.isLinkLocal && bytes.contains { $0 != 0 }
