@@ -281,7 +281,7 @@ extension PeerMessage {
                     throw .invalid(field: "address.family")
                 }
                 // Canonical form only: sorted by peer, unique; and only addresses another
-                // device can use (no port 0, link-local, multicast, broadcast or unspecified).
+                // device can use (no port 0, IPv6 link-local, multicast, broadcast or unspecified).
                 guard entries.last.map({ $0.peer < peer }) ?? true else { throw .invalid(field: "addresses") }
                 guard PeerAddress.isPassable(endpoint) else { throw .invalid(field: "address.endpoint") }
                 entries.append(PeerAddress(peer: peer, endpoint: endpoint))
