@@ -511,8 +511,7 @@ public struct PeerClocks: Sendable {
         }.sorted { $0.peer < $1.peer }
         guard !entries.isEmpty else { return [] }
         var out: [Directive] = []
-        for start in stride(from: 0, to: entries.count, by: PeerMessage.maxReportEntries) {
-            let chunk = Array(entries[start..<min(start + PeerMessage.maxReportEntries, entries.count)])
+        for chunk in entries.parts(of: PeerMessage.maxReportEntries) {
             for peer in routes.keys.sorted() where recipients.contains(peer) && measured.contains(peer) {
                 let about = chunk.filter { $0.peer != peer }
                 // (A report about no one but its recipient tells it nothing.)

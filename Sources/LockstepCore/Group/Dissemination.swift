@@ -237,9 +237,8 @@ public struct Dissemination: Sendable {
         if digest.fingerprint != state.fingerprint, !theirs.covers(replica.log.folded) || (!unknown && theirs == replica.log.applied) {
             if let c = state.current { out.append(.reply(.currentRegister(c), to: source)) }
             out += state.records.map { .reply(.itemRegister($0), to: source) }
-            let folded = replica.log.folded.entries
-            out += stride(from: 0, to: folded.count, by: PeerMessage.maxCheckpointEntries).map {
-                .reply(.checkpointVector(Array(folded[$0..<min($0 + PeerMessage.maxCheckpointEntries, folded.count)]), fingerprint: state.fingerprint), to: source)
+            out += replica.log.folded.entries.parts(of: PeerMessage.maxCheckpointEntries).map {
+                .reply(.checkpointVector($0, fingerprint: state.fingerprint), to: source)
             }
         }
         let lacking = unknown || replica.log.lacksSomething(of: theirs)

@@ -431,9 +431,7 @@ public struct Node: Sendable {
             guard other != peer, let e = membership.endpoint(of: other), PeerAddress.isPassable(e), e.isLoopback == to.isLoopback else { return nil }
             return PeerAddress(peer: other, endpoint: e)
         }
-        return stride(from: 0, to: entries.count, by: PeerMessage.maxPeerAddresses).map { start in
-            .send(.peerAddresses(Array(entries[start..<min(start + PeerMessage.maxPeerAddresses, entries.count)])), to: to)
-        }
+        return entries.parts(of: PeerMessage.maxPeerAddresses).map { .send(.peerAddresses($0), to: to) }
     }
 
     /// A peer's `peer_addresses`: the peers this node has no path to yet are probed at the
