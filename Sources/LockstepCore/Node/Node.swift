@@ -154,7 +154,9 @@ public struct Node: Sendable {
         // A peer met just now is greeted first (unless this was its hello): to an address that
         // has not answered a challenge the shell sends only a few times what came from it, and
         // the name matters most.
-        out = hellos(now: now) + out
+        // (Inserted only when there is one: `hellos + out` copied every datagram's directives.)
+        let greetings = hellos(now: now)
+        if !greetings.isEmpty { out.insert(contentsOf: greetings, at: 0) }
         out += peerAddressesDue(now: now)
         return settle(out, now: now)
     }
