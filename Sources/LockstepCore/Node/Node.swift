@@ -96,11 +96,10 @@ public struct Node: Sendable {
             out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
         case .clockReply(let exchange, let echo, let t2, let t3):
             let challenged = paths.isValidated(source, now: receivedAt)
-            paths.onEcho(echo, from: source, now: receivedAt)
             // The sender's address answered our challenge for the first time: until now what went
             // to it was held to the shell's anti-amplification budget, and our hello may have been
             // held back (or crossed the session being set up). Our name must not wait for a retry.
-            if !challenged, paths.isValidated(source, now: receivedAt), !PathValidation.isVouched(source, by: membership),
+            if paths.onEcho(echo, from: source, now: receivedAt), !challenged, !PathValidation.isVouched(source, by: membership),
                 membership.onPathValidated(sender, now: now) {
                 out.append(.send(.hello(name: identity.name, wantsReply: false), to: source))
             }
