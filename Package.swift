@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "LockstepWeb",
             dependencies: [
-                "LockstepPlayerProtocol",
+                "LockstepCore", "LockstepPlayerProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 import LockstepPlayerProtocol
 import LockstepPeerWire
@@ -125,7 +134,7 @@ extension Agent {
             logger.error("--peer: expected HOST:PORT", metadata: ["peer.given": "\(text)"])
             return
         }
-        let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let host = text[..<colon].trimmed(where: { $0 == "[" || $0 == "]" })
         tasks.append(Task.detached { [weak self, logger] in
             let endpoints = Self.resolve(host: host, port: port)
             if endpoints.isEmpty { logger.error("--peer: cannot resolve the host", metadata: ["peer.given": "\(text)"]) }

@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 import LockstepPeerWire
 import LockstepPlayerProtocol
@@ -363,7 +372,7 @@ public actor Agent: ClientHandler {
                 clockSource.change(jumpNs: -step.ns, skewPPM: nil, atHost: hostClock.now())
                 transport?.count("own_clock_steps")
                 logger.warning("this device's clock jumped (every peer's seemed to move at once); stepped it back so that the group's clock stays continuous", metadata: [
-                    "clock.step_ms": "\(String(format: "%.3f", step.milliseconds))",
+                    "clock.step_ms": "\(Digits.fixed(step.milliseconds, places: 3))",
                 ])
                 let after = self.now()
                 execute(node.onLocalClockCorrected(now: after), now: after, reply: reply)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Names the field whose number does not fit its type (`1.5` or `2^63` for an integer, `-1` for
 /// an unsigned one), which Foundation's `JSONDecoder` on Linux reports only as "The given data
@@ -10,16 +14,16 @@ import Foundation
 /// field named. A line that is a JSON object with no such field still gets `invalid_field`.
 enum NumberFit {
     static func locate<T: Decodable>(_ type: T.Type, in bytes: [UInt8]) -> ProtocolError? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
-        guard let scalars = try? JSONDecoder().decode([String: Scalar].self, from: Data(bytes)) else {
+        guard (try? JSONDecoder().decode([String: Ignored].self, from: Data(bytes))) != nil else { return nil }
+        guard let object = JSONValue.parsedObject(bytes) else {
             return ProtocolError(.invalidField, "a number does not fit its field (not an integer, or out of range)")
         }
         // At most 64 tries: a line with thousands of numbers must not cost thousands of decodes.
-        for key in scalars.keys.sorted().prefix(64) {
-            guard case .number(let text) = scalars[key] else { continue }
+        for key in object.keys.sorted().prefix(64) {
+            guard let text = numberText(object[key]) else { continue }
             var fixed = object
-            fixed[key] = 0
-            guard let data = try? JSONSerialization.data(withJSONObject: fixed) else { continue }
+            fixed[key] = .int(0)
+            guard let data = try? JSONEncoder().encode(JSONValue.object(fixed)) else { continue }
             if !stillBroken(T.self, data) {
                 let shown = String(text.prefix(32))
                 let integral = Double(text).map { $0.rounded() == $0 } ?? false
@@ -43,20 +47,17 @@ enum NumberFit {
         }
     }
 
-    /// A top-level value: a number (its text, as far as `Double` shows it) or anything else.
-    private enum Scalar: Decodable {
-        case number(String)
-        case other
-
-        init(from decoder: any Decoder) throws {
-            let c = try decoder.singleValueContainer()
-            if let i = try? c.decode(Int64.self) {
-                self = .number(String(i))
-            } else if let d = try? c.decode(Double.self) {
-                self = .number(d.isFinite ? "\(d)" : "too large")
-            } else {
-                self = .other
-            }
+    /// A number's text, as far as `Double` shows it; nil for anything else.
+    private static func numberText(_ value: JSONValue?) -> String? {
+        switch value {
+        case .int(let i): String(i)
+        case .double(let d): "\(d)"
+        default: nil
         }
+    }
+
+    /// Any value, not looked at: decoding `[String: Ignored]` asks only whether a line is a JSON object.
+    private struct Ignored: Decodable {
+        init(from decoder: any Decoder) throws {}
     }
 }

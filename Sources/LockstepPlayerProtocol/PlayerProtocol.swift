@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The player socket protocol: line-delimited JSON between the local agent and its clients
 /// (players, the `lockstep` CLI, tools). Specified in `Protocol/player-protocol.md`.

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LockstepPlayerProtocol
 
 /// What the relay does with each text frame a browser sends: answer a time request itself,
 /// pass a player or dashboard request to the agent unchanged, or refuse it with a one-line
@@ -34,15 +39,15 @@ public struct RelayGate: Sendable {
         guard text.utf8.count <= Self.maxFrameBytes else {
             return .refuse(Self.error(nil, "oversized", "a message is at most \(Self.maxFrameBytes) bytes"))
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+        guard let object = JSONValue.parsedObject(text.utf8) else {
             return .refuse(Self.error(nil, "malformed", "a message is one JSON object"))
         }
         let requestID = Self.requestID(object["request_id"])
-        guard let type = object["type"] as? String else {
+        guard case .string(let type)? = object["type"] else {
             return .refuse(Self.error(requestID, "malformed", "a message needs a type"))
         }
         if type == "time" {
-            guard let t1 = (object["t1"] as? NSNumber)?.doubleValue, t1.isFinite, TimeExchange.t1Range.contains(t1) else {
+            guard let t1 = object["t1"]?.double, t1.isFinite, TimeExchange.t1Range.contains(t1) else {
                 return .refuse(Self.error(requestID, "invalid_field", "t1 must be a performance.now() in ms within 0...31536000000"))
             }
             return .time(TimeExchange(t1: t1))
@@ -58,23 +63,19 @@ public struct RelayGate: Sendable {
     }
 
     /// A `request_id` as JSON text, if it is one the player protocol accepts (integer, or string ≤ 128 bytes).
-    static func requestID(_ value: Any?) -> String? {
-        if let n = value as? NSNumber, !(value is Bool) {
-            let d = n.doubleValue
+    static func requestID(_ value: JSONValue?) -> String? {
+        if let d = value?.double {
             guard d == d.rounded(), abs(d) < 9e15 else { return nil }
             return "\(Int64(d))"
         }
-        if let s = value as? String, s.utf8.count <= 128,
-            let data = try? JSONSerialization.data(withJSONObject: [s], options: [.fragmentsAllowed]),
-            let array = String(data: data, encoding: .utf8)
-        {
-            return String(array.dropFirst().dropLast())
+        if case .string(let s)? = value, s.utf8.count <= 128, let data = try? JSONEncoder().encode(s) {
+            return String(decoding: data, as: UTF8.self)
         }
         return nil
     }
 
     static func error(_ requestID: String?, _ code: String, _ message: String) -> String {
-        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let escaped = message.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
         let id = requestID.map { "\"request_id\":\($0)," } ?? ""
         return "{\(id)\"ok\":false,\"error\":{\"code\":\"\(code)\",\"message\":\"\(escaped)\"}}"
     }

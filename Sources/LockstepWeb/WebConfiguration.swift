@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What `lockstepd --web` serves and where.
 public struct WebConfiguration: Sendable {
@@ -29,8 +38,8 @@ extension WebConfiguration {
         }
         let endpoint = try WebEndpoint(parsing: spec)
         if let media = settings.mediaDirectory {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: media, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var st = stat()
+            guard stat(media, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
                 throw WebEndpoint.Invalid(description: "--web-media: '\(media.prefix(200))' is not a folder")
             }
         }

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LockstepCore
 
 /// Where `lockstepd --web [ADDR:]PORT` listens: an address (IPv4, `[IPv6]`, or a name) and a
 /// port. Without an address it is loopback (`127.0.0.1`): reachable from this machine only.
@@ -20,7 +25,7 @@ public struct WebEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `PORT`, `ADDR:PORT` or `[IPV6]:PORT`.
     public init(parsing text: String) throws(Invalid) {
-        let spec = text.trimmingCharacters(in: .whitespaces)
+        let spec = text.trimmed()
         var host = "127.0.0.1"
         var portText = Substring(spec)
         if spec.hasPrefix("[") {

@@ -1,5 +1,15 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HTTPTypes
+import LockstepCore
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -92,7 +102,9 @@ public struct WebServer: Service {
         router.post("/pair") { request, context in try await pair(request, context) }
         router.get("/counters") { request, context in
             guard context.peerIsLoopback else { return Response(status: .forbidden) }
-            let data = try JSONSerialization.data(withJSONObject: counters.snapshot, options: [.sortedKeys])
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(counters.snapshot)
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
         return router
@@ -106,7 +118,7 @@ public struct WebServer: Service {
             return Response(status: .forbidden)
         }
         let body = try await request.body.collect(upTo: 64)
-        let attempt = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
+        let attempt = String(buffer: body).trimmed()
         let outcome = box.attempt(attempt, newToken: Self.randomToken(), nextCode: Self.randomCode())
         func answer(_ status: HTTPResponse.Status, _ text: String) -> Response {
             Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
@@ -151,12 +163,12 @@ public struct WebServer: Service {
 
     static func randomCode() -> String {
         var g = SystemRandomNumberGenerator()
-        return String(format: "%06d", Int.random(in: 0..<1_000_000, using: &g))
+        return Digits.padded(Int.random(in: 0..<1_000_000, using: &g), width: 6)
     }
 
     static func randomToken() -> String {
         var g = SystemRandomNumberGenerator()
-        return (0..<4).map { _ in String(format: "%08x", UInt32.random(in: 0...UInt32.max, using: &g)) }.joined()
+        return (0..<4).map { _ in Digits.padded(UInt32.random(in: 0...UInt32.max, using: &g), radix: 16, width: 8) }.joined()
     }
 
     /// Whether a request carries a session of this agent.

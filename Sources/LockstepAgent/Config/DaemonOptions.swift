@@ -106,7 +106,7 @@ public struct DaemonOptions: Sendable {
             config.udpPort = p
         }
         let peerList = peers.isEmpty ? (env["LOCKSTEP_PEER"] ?? "").split(separator: ",").map(String.init) : peers
-        config.staticPeers = peerList.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        config.staticPeers = peerList.map { $0.trimmed() }.filter { !$0.isEmpty }
         config.mdns = !(noMDNS || ["1", "true", "yes"].contains(env["LOCKSTEP_NO_MDNS"]?.lowercased() ?? ""))
         if let s = try seconds(setting(peerTimeout, "PEER_TIMEOUT"), "--peer-timeout", within: Ranges.peerTimeoutSeconds) {
             config.peerTimeout = TimeSpan(seconds: s)
@@ -118,7 +118,7 @@ public struct DaemonOptions: Sendable {
             config.fullMeshUpTo = n
         }
         if let text = setting(waitingReasons, "WAITING_REASONS") {
-            let reasons = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let reasons = text.split(separator: ",").map { $0.trimmed() }.filter { !$0.isEmpty }
             if let long = reasons.first(where: { !PlayerLimits.reasonBytes.contains($0.utf8.count) }) {
                 throw Invalid(description: "--waiting-reasons: a reason is 1...32 bytes, not '\(long.prefix(40))'")
             }

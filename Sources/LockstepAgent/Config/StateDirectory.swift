@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 import LockstepPeerWire
 
@@ -53,14 +62,14 @@ public struct StateDirectory: Sendable {
     public func deviceIdentity() throws -> (identity: DeviceIdentity, replaced: PeerID?) {
         let file = path + "/identity"
         if let text = try? read(file) {
-            let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let hex = text.trimmed()
             guard let key = MemberKey(hex: hex), let identity = DeviceIdentity(rawRepresentation: key.bytes) else {
                 throw Failure(description: "\(file) does not hold a device key (64 hex digits); remove it to give this device a new identity (its groups' members then see a new device, and it must join again)")
             }
             return (identity, nil)
         }
         let identity = try newDeviceIdentity()
-        let old = (try? read(path + "/peer-id")).flatMap { PeerID(hex: $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let old = (try? read(path + "/peer-id")).flatMap { PeerID(hex: $0.trimmed()) }
         if old != nil { unlink(path + "/peer-id") }
         return (identity, old)
     }
@@ -71,7 +80,7 @@ public struct StateDirectory: Sendable {
     /// group key it holds; the old key stays a member (the other copy uses it).
     public func newDeviceIdentity() throws -> DeviceIdentity {
         let identity = DeviceIdentity.generate()
-        try write(path + "/identity", identity.rawRepresentation.map { String(format: "%02x", $0) }.joined() + "\n", mode: 0o600)
+        try write(path + "/identity", Digits.hex(identity.rawRepresentation) + "\n", mode: 0o600)
         return identity
     }
 
@@ -80,12 +89,12 @@ public struct StateDirectory: Sendable {
         let file = path + "/name"
         if let override, !override.isEmpty {
             let clean = override.truncated(toUTF8: PeerMessage.maxNameBytes)
-            if (try? read(file))?.trimmingCharacters(in: .whitespacesAndNewlines) != clean {
+            if (try? read(file))?.trimmed() != clean {
                 try write(file, clean + "\n", mode: 0o644)
             }
             return clean
         }
-        if let stored = try? read(file).trimmingCharacters(in: .whitespacesAndNewlines), !stored.isEmpty {
+        if let stored = try? read(file).trimmed(), !stored.isEmpty {
             return stored
         }
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "lockstep"
@@ -112,7 +121,7 @@ public struct StateDirectory: Sendable {
         let file = path + "/incarnation"
         var last: UInt64 = 0
         if let text = try? read(file) {
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = text.trimmed()
             guard let value = UInt64(trimmed), Limits.counter.contains(value) else {
                 throw Failure(description: "\(file) must hold a number within \(Limits.counter.lowerBound)...\(Limits.counter.upperBound), not '\(trimmed.prefix(32))'; remove it (the next start writes a good one)")
             }
@@ -134,7 +143,7 @@ public struct StateDirectory: Sendable {
     /// The active group, creating a fresh one named `default` (with a random key) when none
     /// exists: an agent never joins anyone by accident.
     public func activeGroup(selecting name: String?) throws -> GroupIdentity {
-        let chosen = name ?? (try? read(path + "/group"))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "default"
+        let chosen = name ?? (try? read(path + "/group"))?.trimmed() ?? "default"
         guard StateDirectory.isValidGroupName(chosen) else {
             throw Failure(description: "group name '\(chosen.prefix(32))' (from --group or \(path)/group) must be 1-32 letters, digits, '-' or '_'; fix or remove \(path)/group")
         }
@@ -165,7 +174,7 @@ public struct StateDirectory: Sendable {
     }
 
     public func setActiveGroup(_ name: String) throws {
-        if (try? read(path + "/group"))?.trimmingCharacters(in: .whitespacesAndNewlines) != name {
+        if (try? read(path + "/group"))?.trimmed() != name {
             try write(path + "/group", name + "\n", mode: 0o644)
         }
     }
@@ -209,7 +218,7 @@ public struct StateDirectory: Sendable {
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure() }
         // fchmod: the umask narrowed `mode` at creation, never widened it; make it exactly `mode`.
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         guard written == bytes.count, fchmod(fd, mode) == 0, fsync(fd) == 0 else {
             let e = errno
             close(fd)
@@ -222,7 +231,7 @@ public struct StateDirectory: Sendable {
             unlink(tmp)
             throw failure(e)
         }
-        let dir = open((file as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let dir = open(PathNames.parent(of: file), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir >= 0 {
             fsync(dir)
             close(dir)
@@ -233,7 +242,7 @@ public struct StateDirectory: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
         } catch {
-            throw Failure(description: "cannot create state directory \(dir): \(error.localizedDescription)")
+            throw Failure(description: "cannot create state directory \(dir): \(error)")
         }
     }
 }

@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepPlayerProtocol
 
 /// The output latencies the agent keeps per player name, in `STATE_DIR/latencies.json` (mode

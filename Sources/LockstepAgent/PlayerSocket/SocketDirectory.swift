@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The directory the player socket lives in, checked before anything is created in it (review
 /// finding M8). Whoever controls that directory can unlink our socket and bind theirs, or plant
@@ -22,7 +26,7 @@ public enum SocketDirectory {
         var st = stat()
         if lstat(dir, &st) != 0 {
             guard errno == ENOENT else { throw Unsafe(description: "cannot inspect the socket directory \(dir): \(String(cString: strerror(errno)))") }
-            let parent = (dir as NSString).deletingLastPathComponent
+            let parent = PathNames.parent(of: dir)
             if !parent.isEmpty && parent != dir { try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
             // mkdir applies the umask, which only narrows; chmod below makes it exactly `mode`.
             guard mkdir(dir, mode) == 0 || errno == EEXIST else {
@@ -41,7 +45,7 @@ public enum SocketDirectory {
         if (st.st_mode & S_IFMT) == S_IFLNK { return "is a symbolic link" }
         if (st.st_mode & S_IFMT) != S_IFDIR { return "is not a directory" }
         if st.st_uid != uid && st.st_uid != 0 { return "belongs to uid \(st.st_uid), not \(uid)" }
-        if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 { return String(format: "is writable by other users (mode %o)", st.st_mode & 0o7777) }
+        if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 { return "is writable by other users (mode \(String(st.st_mode & 0o7777, radix: 8)))" }
         return nil
     }
 }

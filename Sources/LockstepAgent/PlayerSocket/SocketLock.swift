@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Makes sure one agent owns a socket path: an exclusive `flock` on `PATH.lock`, held for the
 /// agent's lifetime (the kernel drops it when the process dies, however it dies).
@@ -28,7 +32,7 @@ public final class SocketLock: Sendable {
     /// ``Conflict`` if another agent is running, ``SocketDirectory/Unsafe`` if the directory or the
     /// lock file is not safely ours.
     public static func acquire(socketPath: String, directoryMode: mode_t = 0o700) throws -> SocketLock {
-        let dir = (socketPath as NSString).deletingLastPathComponent
+        let dir = PathNames.parent(of: socketPath)
         try SocketDirectory.prepare(dir.isEmpty ? "." : dir, mode: directoryMode)
         let lockPath = socketPath + ".lock"
         // O_NOFOLLOW: a symlink planted here must not make us truncate its target.
@@ -44,7 +48,7 @@ public final class SocketLock: Sendable {
             throw SocketDirectory.Unsafe(description: "refusing \(lockPath): it is not a regular file of this user; remove it")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?.trimmed() ?? ""
             close(fd)
             let who = holder.isEmpty ? "another lockstepd" : "another lockstepd (pid \(holder))"
             throw Conflict(description: "\(who) is already running on \(socketPath); stop it, or give this one another --socket")

@@ -3,7 +3,12 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import CLockstepPosix
 import LockstepCore
 import LockstepPlayerProtocol
 
@@ -39,9 +44,11 @@ final class DelayLine: @unchecked Sendable {
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
         pthread_cond_init(condition, &attr)
         pthread_condattr_destroy(&attr)
-        let thread = Thread { [self] in self.run() }
-        thread.name = "lockstep-delay-line"
-        thread.start()
+        guard let thread = JoinableThread.start({ [self] in
+            lockstep_name_thread("lockstep-delay")
+            self.run()
+        }) else { fatalError("the impairment layer's thread could not be started") }
+        JoinableThread.detach(thread)
     }
 
     deinit {

@@ -1,4 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 
 /// Network impairments the agent applies to its own outgoing datagrams, because the lab's
@@ -29,7 +38,7 @@ public struct ImpairmentPlan: Sendable, Equatable {
         /// Parses `delay=5ms,jitter=1ms,loss=10%,dup=1%` (units: ns, us, ms, s; percent or fraction).
         public init(parsing text: String) throws(ParseError) {
             for part in text.split(separator: ",") {
-                let kv = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                let kv = part.split(separator: "=", maxSplits: 1).map { $0.trimmed() }
                 guard kv.count == 2 else { throw ParseError(text: String(part), reason: "expected key=value") }
                 switch kv[0] {
                 case "delay": delayNs = try Self.duration(kv[1])

@@ -4,7 +4,11 @@ import Glibc
 import Darwin
 #endif
 import CLockstepPosix
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 import Synchronization
 import LockstepPlayerProtocol

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 
 /// A device's long-term identity: an X25519 key pair kept (mode 0600) in its state directory.
@@ -74,7 +78,7 @@ public struct MemberKey: Hashable, Sendable, CustomStringConvertible {
         }.joined(separator: "-")
     }
 
-    public var hex: String { bytes.map { String(format: "%02x", $0) }.joined() }
+    public var hex: String { Digits.hex(bytes) }
 
     public init?(hex: String) {
         let chars = Array(hex.utf8)

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LockstepCore
 
 /// The shared secret that makes a group: only agents holding it can read or send its datagrams.
@@ -70,7 +74,7 @@ public struct GroupKey: Sendable, Equatable {
     public static func tag(forGroupID id: [UInt8], day: Int64) -> String {
         var label = Array("lockstep group tag v2".utf8)
         withUnsafeBytes(of: UInt64(bitPattern: day).bigEndian) { label += $0 }
-        return Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return Digits.hex(Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: id))).prefix(8))
     }
 
     /// Today, by this device's wall clock.
@@ -127,7 +131,7 @@ public struct GroupIdentity: Sendable, Equatable, Codable {
 
     public init(name: String, key: GroupKey, groupID: [UInt8]? = nil) {
         self.name = name
-        self.id = (groupID ?? key.derivedGroupID).map { String(format: "%02x", $0) }.joined()
+        self.id = Digits.hex(groupID ?? key.derivedGroupID)
         self.key = key.bytes
         self.epoch = key.epoch
         self.previousKey = nil
@@ -247,7 +251,7 @@ public enum JoinCode {
 
     /// Parses a code (case, dashes and spaces do not matter) into a group named `name`.
     public static func parse(_ code: String, name: String) throws(ParseError) -> GroupIdentity {
-        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let trimmed = code.trimmed().lowercased()
         guard trimmed.hasPrefix(prefix) else { throw .notAJoinCode }
         let body = trimmed.dropFirst(prefix.count).filter { $0 != "-" && $0 != " " }
         guard let payload = Base32.decode(String(body)), payload.count == 16 + 32 + 4 + 2 else { throw .notAJoinCode }
