@@ -22,6 +22,17 @@ struct EnvelopeTests {
         #expect(header.sequence == 1)
     }
 
+    @Test("the sealed box a datagram is opened from is its nonce, ciphertext and tag, as the sealer made them")
+    func sealedBoxOfADatagram() throws {
+        let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key, after: 0x0102_0304_0506_0707)
+        let datagram = sealer.seal([9, 8, 7])
+        let box = try #require(Envelope.sealedBox(of: datagram, sequence: 0x0102_0304_0506_0708))
+        #expect(Array(box.nonce) == [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(Array(box.ciphertext) == Array(datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]))
+        #expect(Array(box.tag) == Array(datagram.suffix(Envelope.tagBytes)))
+        #expect(Envelope.sealedBox(of: Array(datagram.prefix(Envelope.headerBytes + Envelope.tagBytes - 1)), sequence: 1) == nil)
+    }
+
     @Test("messages are padded to a few sizes, so a datagram's length shows only its size class; a length or padding no sealer makes is refused")
     func padding() throws {
         let sealer = EnvelopeSealer(sender: alice, incarnation: 9, key: key)

@@ -469,7 +469,8 @@ public struct Membership: Sendable {
                 if let d = p.helloDue { next = min(next, d) }
                 // Alternates are probed once the preferred path is quiet, and may take over later.
                 if p.paths.count > 1, let heard = p.paths.first(where: { $0.endpoint == p.preferred })?.lastHeard {
-                    for t in [heard + configuration.pathQuiet, heard + configuration.pathFailover] where t > now { next = min(next, t) }
+                    if heard + configuration.pathQuiet > now { next = min(next, heard + configuration.pathQuiet) }
+                    if heard + configuration.pathFailover > now { next = min(next, heard + configuration.pathFailover) }
                 }
             case .lost:
                 next = min(next, p.since + configuration.forgetAfter)

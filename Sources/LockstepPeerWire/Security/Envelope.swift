@@ -147,9 +147,25 @@ public enum Envelope {
     }
 
     static func nonce(_ sequence: UInt64) -> ChaChaPoly.Nonce {
+        try! ChaChaPoly.Nonce(data: nonceBytes(sequence))
+    }
+
+    /// The 12 bytes of a datagram's nonce: 4 zero bytes, then the sequence number (big-endian).
+    static func nonceBytes(_ sequence: UInt64) -> [UInt8] {
         var n = [UInt8](repeating: 0, count: 12)
         for i in 0..<8 { n[4 + i] = UInt8(truncatingIfNeeded: sequence >> UInt64(56 - 8 * i)) }
-        return try! ChaChaPoly.Nonce(data: n)
+        return n
+    }
+
+    /// `datagram`'s ciphertext and tag (contiguous after the header) behind its nonce, as one
+    /// sealed box: one copy. `SealedBox(nonce:ciphertext:tag:)` concatenated three `Data` from
+    /// slices element by element, 4 % of an idle agent's CPU at 8 hosts.
+    static func sealedBox(of datagram: [UInt8], sequence: UInt64) -> ChaChaPoly.SealedBox? {
+        guard datagram.count >= headerBytes + tagBytes else { return nil }
+        var combined = nonceBytes(sequence)
+        combined.reserveCapacity(combined.count + datagram.count - headerBytes)
+        combined.append(contentsOf: datagram[headerBytes...])
+        return try? ChaChaPoly.SealedBox(combined: combined)
     }
 }
 
@@ -320,8 +336,6 @@ public final class EnvelopeOpener: Sendable {
         // One comparison before any crypto: a length no sealer makes.
         guard Envelope.paddedSizes.contains(datagram.count - Envelope.headerBytes - Envelope.tagBytes) else { throw .badPadding }
         let aad = datagram[0..<Envelope.headerBytes]
-        let ciphertext = datagram[Envelope.headerBytes..<(datagram.count - Envelope.tagBytes)]
-        let tag = datagram[(datagram.count - Envelope.tagBytes)...]
 
         // Find or derive the sender's key without holding the lock during HKDF. Only group keys
         // are cached per sender: pairwise and session keys change with the roster and rekeying.
@@ -346,11 +360,12 @@ public final class EnvelopeOpener: Sendable {
             }
             guard !found.isEmpty else { throw .unknownKeyEpoch }
         }
+        // Built once, after the key lookup: a datagram under no key this agent has costs no copy.
+        guard let box = Envelope.sealedBox(of: datagram, sequence: h.sequence) else { throw .badPadding }
         var opened: (key: SymmetricKey, plaintext: [UInt8], index: Int)?
         for index in 0..<max(found.count, 1) {
             let candidate = cached ?? derived[index] ?? found[index].datagramKey(sender: h.sender, incarnation: h.incarnation)
-            guard let box = try? ChaChaPoly.SealedBox(nonce: Envelope.nonce(h.sequence), ciphertext: ciphertext, tag: tag),
-                  let plain = try? ChaChaPoly.open(box, using: candidate, authenticating: aad) else { continue }
+            guard let plain = try? ChaChaPoly.open(box, using: candidate, authenticating: aad) else { continue }
             opened = (candidate, Array(plain), index)
             break
         }
