@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// Any JSON value, decoded and encoded with Foundation's coders: what mpv sends and takes
-/// (`JSONValue`), and for the few places in the agent that must look at a line before knowing its
+/// (`MPVValue`), and for the few places in the agent that must look at a line before knowing its
 /// type (the web relay's gate, naming a player's number that does not fit its field), which used
 /// `JSONSerialization`: that lives in full Foundation, which `lockstepd` does not link.
 ///
@@ -21,7 +21,7 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// The number, whether mpv sent it as an integer or not.
+    /// The number, whether it came as an integer or not.
     public var double: Double? {
         switch self {
         case .double(let d): d

@@ -218,7 +218,7 @@ public struct StateDirectory: Sendable {
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure() }
         // fchmod: the umask narrowed `mode` at creation, never widened it; make it exactly `mode`.
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let written = bytes.withUnsafeBytes { posixWrite(fd, $0.baseAddress, $0.count) }
         guard written == bytes.count, fchmod(fd, mode) == 0, fsync(fd) == 0 else {
             let e = errno
             close(fd)
@@ -245,4 +245,10 @@ public struct StateDirectory: Sendable {
             throw Failure(description: "cannot create state directory \(dir): \(error)")
         }
     }
+}
+
+/// `write(2)`, by a name the state directory's own `write` methods do not hide (Glibc's or
+/// Darwin's, whichever this platform has).
+private func posixWrite(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(fd, bytes, count)
 }

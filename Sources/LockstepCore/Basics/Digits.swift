@@ -15,7 +15,8 @@ public enum Digits {
         return out
     }
 
-    /// `value` rounded to `places` decimals (0...9), as `%.Nf` prints it: `fixed(1.23456, places: 3)` is "1.235".
+    /// `value` rounded to `places` decimals (0...9), for `%.Nf`: `fixed(1.23456, places: 3)` is
+    /// "1.235". Halves round away from zero, and a result of zero has no minus sign.
     public static func fixed(_ value: Double, places: Int) -> String {
         let places = min(max(places, 0), 9)
         var scale: Double = 1
