@@ -175,4 +175,22 @@ struct StateDirectoryTests {
             #expect(ia.peerID != ib.peerID)
         }
     }
+
+    @Test("missing folders of a state directory are made; one that cannot be says which folder and why, in one line")
+    func createsMissingFoldersAndNamesTheOneThatFails() async throws {
+        try await withTemporaryDirectory { dir in
+            try StateDirectory(path: dir + "/a/b/state").prepare()
+            var st = stat()
+            #expect(stat(dir + "/a/b/state/groups", &st) == 0 && st.st_mode & S_IFMT == S_IFDIR)
+            #expect(st.st_mode & 0o777 == 0o700)
+
+            #expect(FileManager.default.createFile(atPath: dir + "/file", contents: Data()))
+            do {
+                try StateDirectory(path: dir + "/file/state").prepare()
+                Issue.record("a state directory under a file was accepted")
+            } catch {
+                #expect("\(error)" == "cannot create state directory \(dir)/file/state: \(dir)/file/state: Not a directory")
+            }
+        }
+    }
 }

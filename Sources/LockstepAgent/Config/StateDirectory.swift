@@ -238,11 +238,19 @@ public struct StateDirectory: Sendable {
         }
     }
 
-    private func createDirectory(_ dir: String, mode: Int) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
-        } catch {
-            throw Failure(description: "cannot create state directory \(dir): \(error)")
+    /// `mkdir -p`: each missing folder of `dir` made with `mode` (the umask may narrow it; the
+    /// caller then sets it exactly). FileManager's errors printed as `CocoaError(code: …)`.
+    private func createDirectory(_ dir: String, mode: mode_t) throws {
+        var prefix = dir.hasPrefix("/") ? "/" : ""
+        for part in dir.split(separator: "/") {
+            prefix += part
+            if mkdir(prefix, mode) != 0 {
+                let e = errno
+                guard e == EEXIST else {
+                    throw Failure(description: "cannot create state directory \(dir): \(prefix): \(String(cString: strerror(e)))")
+                }
+            }
+            prefix += "/"
         }
     }
 }
