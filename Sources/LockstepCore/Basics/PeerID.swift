@@ -68,8 +68,7 @@ public struct PeerID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// `v` as 16 lowercase hex digits.
     public static func hexDigits(_ v: UInt64) -> String {
-        let s = String(v, radix: 16)
-        return String(repeating: "0", count: 16 - s.count) + s
+        Digits.padded(v, radix: 16, width: 16)
     }
 
     private static func hexValue(_ c: UInt8) -> UInt8? {
