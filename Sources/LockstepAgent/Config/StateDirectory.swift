@@ -238,19 +238,11 @@ public struct StateDirectory: Sendable {
         }
     }
 
-    /// `mkdir -p`: each missing folder of `dir` made with `mode` (the umask may narrow it; the
-    /// caller then sets it exactly). FileManager's errors printed as `CocoaError(code: …)`.
+    /// `mkdir -p` (the caller then sets the mode exactly). FileManager's errors printed as
+    /// `CocoaError(code: …)`.
     private func createDirectory(_ dir: String, mode: mode_t) throws {
-        var prefix = dir.hasPrefix("/") ? "/" : ""
-        for part in dir.split(separator: "/") {
-            prefix += part
-            if mkdir(prefix, mode) != 0 {
-                let e = errno
-                guard e == EEXIST else {
-                    throw Failure(description: "cannot create state directory \(dir): \(prefix): \(String(cString: strerror(e)))")
-                }
-            }
-            prefix += "/"
+        if let failed = PathNames.makeFolders(dir, mode: mode) {
+            throw Failure(description: "cannot create state directory \(dir): \(failed.folder): \(failed.reason)")
         }
     }
 }

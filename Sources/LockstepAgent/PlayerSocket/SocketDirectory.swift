@@ -3,11 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// The directory the player socket lives in, checked before anything is created in it (review
 /// finding M8). Whoever controls that directory can unlink our socket and bind theirs, or plant
@@ -27,7 +22,8 @@ public enum SocketDirectory {
         if lstat(dir, &st) != 0 {
             guard errno == ENOENT else { throw Unsafe(description: "cannot inspect the socket directory \(dir): \(String(cString: strerror(errno)))") }
             let parent = PathNames.parent(of: dir)
-            if !parent.isEmpty && parent != dir { try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
+            // Its parents as `mkdir -p` makes them; a failure shows in the mkdir below.
+            if !parent.isEmpty && parent != dir { _ = PathNames.makeFolders(parent, mode: 0o777) }
             // mkdir applies the umask, which only narrows; chmod below makes it exactly `mode`.
             guard mkdir(dir, mode) == 0 || errno == EEXIST else {
                 throw Unsafe(description: "cannot create the socket directory \(dir): \(String(cString: strerror(errno)))")
