@@ -104,6 +104,12 @@ ensure_swift() {
 release_link_flags=(--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker --no-export-dynamic
   -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
 
+# Shows a swift build log's warnings and errors on stderr, but not the static Foundation's own
+# link-time notes (mktemp, getpwnam in a static binary): they are not ours.
+show_build_warnings() {
+  grep -E "(warning|error):" "$1" | grep -v -E "swift_static|libFoundation|statically linked applications" >&2 || true
+}
+
 # Builds the package (debug unless LOCKSTEP_CONFIG=release, then linked as release_link_flags
 # says; extra arguments go to swift build) and sets LOCKSTEP_BIN.
 build_lockstep() {
@@ -118,8 +124,7 @@ build_lockstep() {
     rm -f "$log"
     die "swift build failed"
   fi
-  # The static Foundation's own link-time notes (getpwnam in a static binary) are not ours.
-  grep -E "(warning|error):" "$log" | grep -v -E "swift_static|libFoundation|statically linked applications" >&2 || true
+  show_build_warnings "$log"
   rm -f "$log"
   LOCKSTEP_BIN=$(cd "$LOCKSTEP_ROOT" && swift build -c "$config" --show-bin-path)
   [ -x "$LOCKSTEP_BIN/lockstepd" ] || die "build failed (no $LOCKSTEP_BIN/lockstepd)"
