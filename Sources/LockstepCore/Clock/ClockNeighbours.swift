@@ -6,8 +6,8 @@
 /// own row and its own column: about 2(√n − 1) peers, 14 of 63. Every other device is two hops
 /// away through one or two of them: through the device at (its row, our column) and the one at
 /// (our row, its column), at least one of which exists even when the last row is short. Those
-/// neighbours report their estimates (``ClockReport``), and ``MeshClock`` composes a path with
-/// both links' bounds added.
+/// neighbours report their estimates (``ClockReport``), and ``MeshClock`` composes a path from
+/// both links' estimates and bounds (``OffsetEstimate/composed(with:at:)``).
 ///
 /// Why a grid, and by peer id: both ends of a link compute it alike from the same membership,
 /// with no agreement protocol, so a link is measured by both or (while their views differ for a

@@ -33,8 +33,10 @@
 /// same both ways; the mesh shows how far that fails. The *asymmetry scale* is the median closure
 /// error over every direct link's two-hop paths (``asymmetryScaleNs(at:)``): a closure adds up
 /// three links' biases, so the median closure is typically more than one link's. Every resolved
-/// estimate's bound is widened by it once per link on its path (once for a direct estimate, twice
-/// for a two-hop one), never past its hard bound, which holds for any asymmetry. (On the lab's
+/// estimate's bound is widened by it once for a direct estimate and √2 times for a two-hop one,
+/// never past its hard bound, which holds for any asymmetry. Two links' biases add as independent
+/// errors (the pairs' biases are unrelated), and a bias of the middle device's own (its receiving
+/// slower than its sending) enters its two links with opposite signs and cancels. (On the lab's
 /// veth links the biases are fixed per pair, up to about 2 µs, with round trips of 4 µs: the
 /// statistical bound alone covered 75 % of readings, the widened one covers them.) Without any
 /// closure (a group of two, no reports yet) nothing is widened: there is no evidence either way.
@@ -250,15 +252,15 @@ public struct MeshClock: Sendable {
     }
 
     /// The offset to use for `peer` at local time `now`, checked against the mesh, its bound
-    /// widened by the asymmetry scale once per link (see the type's documentation).
+    /// widened by the asymmetry scale, √2 times over two links (see the type's documentation).
     public func resolved(peer: PeerID, at now: LocalTime) -> ResolvedOffset? {
         guard var resolved = checked(peer: peer, at: now) else { return nil }
         if let scale = asymmetryScaleNs(at: now) {
-            let links: Double = resolved.source == .direct ? 1 : 2
+            let widening: Double = resolved.source == .direct ? 1 : 2.0.squareRoot()
             var e = resolved.estimate
-            e.errorBoundNs = min(e.errorBoundNs + links * scale, max(e.hardBoundNs, e.errorBoundNs))
+            e.errorBoundNs = min(e.errorBoundNs + widening * scale, max(e.hardBoundNs, e.errorBoundNs))
             resolved.estimate = e
-            resolved.asymmetryNs = links * scale
+            resolved.asymmetryNs = widening * scale
         }
         return resolved
     }
@@ -325,10 +327,14 @@ public struct MeshClock: Sendable {
     }
 
     /// Estimates of one offset, all referenced at the same time, averaged with weights 1/bound²
-    /// (the offset, the skew, and the bounds and their growth). The bound stays honest: if every
-    /// estimate is within its bound bᵢ of the truth, their average with weights wᵢ (summing to 1)
-    /// is within Σ wᵢ bᵢ, at any time (each is a line). Independent paths' errors partly cancel,
-    /// so the average is usually closer than the bound says. The rest is `best`'s.
+    /// (the offset, the skew, the hard bound and the growth rates). The hard bound stays honest
+    /// for any errors: if every estimate is within its bound bᵢ of the truth, their average with
+    /// weights wᵢ (summing to 1) is within Σ wᵢ bᵢ, at any time (each is a line). The statistical
+    /// bound is that of an average of independent errors, √(Σ wᵢ² bᵢ²): two-hop paths through
+    /// different reporters share no link (in simulated groups of 16 and 32, two paths' errors to
+    /// one peer correlated by under 0.06: docs/scale.md), and what they may share, the asymmetry
+    /// at their two ends, is added afterwards (``resolved(peer:at:)``), not averaged. With a
+    /// delay step alarm on any of them, it is Σ wᵢ bᵢ. The rest is `best`'s.
     static func combined(_ estimates: [ClockEstimate], best: ClockEstimate) -> ClockEstimate {
         guard estimates.count > 1 else { return best }
         let raw = estimates.map { 1 / max($0.errorBoundNs * $0.errorBoundNs, 1) }
@@ -339,7 +345,14 @@ public struct MeshClock: Sendable {
         var out = best
         out.offsetNs = mean(\.offsetNs)
         out.skewPPM = mean(\.skewPPM)
-        out.errorBoundNs = mean(\.errorBoundNs)
+        if estimates.allSatisfy({ $0.delayStep == .zero }) {
+            out.errorBoundNs = zip(estimates, raw).reduce(0) { sum, e in
+                let weighted = e.0.errorBoundNs * e.1 / total
+                return sum + weighted * weighted
+            }.squareRoot()
+        } else {
+            out.errorBoundNs = mean(\.errorBoundNs)
+        }
         out.errorGrowthPPM = mean(\.errorGrowthPPM)
         out.hardBoundNs = mean(\.hardBoundNs)
         out.hardGrowthPPM = mean(\.hardGrowthPPM)

@@ -162,9 +162,13 @@ extension OffsetEstimate where Observer == LocalTime {
     ///     offset_AC(t) = offset_AB(t) + offset_BC(t + offset_AB(t))
     ///     1 + s_AC     = (1 + s_AB)(1 + s_BC)
     ///
-    /// Bounds add (both hard and statistical: the worst case of two independent errors), each
-    /// evaluated at its own clock's reading of `t`, so a stale report carries its widening in;
-    /// so does a delay step alarm (a report carries none: it is the reporter's own link's).
+    /// Each bound is evaluated at its own clock's reading of `t`, so a stale report carries its
+    /// widening in. The hard bounds add (the worst case). The statistical bounds combine as
+    /// independent errors, the root of the sum of their squares: the two links' exchanges share
+    /// no datagram, and B's own wander enters them with opposite signs (B − A reads high when
+    /// C − B reads low) and cancels. A delay step's possible bias is not noise: with an alarm on
+    /// either link the statistical bounds add too, and the alarms add up (a report carries
+    /// none: it is the reporter's own link's). The bounds' growth rates add.
     public func composed(with next: ReportedEstimate, at t: LocalTime) -> ClockEstimate {
         let ab = offset(at: t)
         let tB = peerTime(at: t)
@@ -176,7 +180,9 @@ extension OffsetEstimate where Observer == LocalTime {
             reference: t,
             offsetNs: ab + bc,
             skewPPM: (rateAB * rateBC - 1) * 1e6,
-            errorBoundNs: errorBound(at: t) + next.errorBound(at: tB),
+            errorBoundNs: delayStep == .zero && next.delayStep == .zero
+                ? Self.rootSumSquare(errorBound(at: t), next.errorBound(at: tB))
+                : errorBound(at: t) + next.errorBound(at: tB),
             errorGrowthPPM: errorGrowthPPM + next.errorGrowthPPM * rateAB,
             hardBoundNs: hardBound(at: t) + next.hardBound(at: tB),
             hardGrowthPPM: hardGrowthPPM + next.hardGrowthPPM * rateAB,
@@ -185,6 +191,14 @@ extension OffsetEstimate where Observer == LocalTime {
             lastSample: min(lastSample, lastBOnA),
             delayStep: delayStep + next.delayStep
         )
+    }
+}
+
+extension OffsetEstimate {
+    /// The bound of the sum of two independent errors with bounds `a` and `b` at the same
+    /// confidence: √(a² + b²).
+    static func rootSumSquare(_ a: Double, _ b: Double) -> Double {
+        (a * a + b * b).squareRoot()
     }
 }
 

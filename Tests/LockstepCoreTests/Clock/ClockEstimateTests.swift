@@ -84,7 +84,7 @@ struct ClockEstimateTests {
         #expect(moved.peerTime(at: later + .nanoseconds(7)) == e.peerTime(at: later + .nanoseconds(7)))
     }
 
-    @Test("composing A→B with B→C gives A→C: offsets add on the right clocks, rates multiply, bounds add")
+    @Test("composing A→B with B→C gives A→C: offsets add on the right clocks, rates multiply, hard bounds add, statistical bounds add as independent errors")
     func composition() {
         // Three clocks over host time h: A = h, B = h + 5 s + 100 ppm·h, C = h − 2 s − 50 ppm·h.
         let a = DeviceClock.identity
@@ -107,7 +107,9 @@ struct ClockEstimateTests {
         #expect((ac.offsetNs - truth).magnitude <= 2)
         #expect((ac.skewPPM - -50).magnitude < 1e-6)  // C against A: simply C's own rate
         // Bounds: 1 µs + 2 s × 1 ppm for A→B, 1 µs + ~5 s × 1 ppm for the stale B→C.
-        #expect((ac.errorBoundNs - (1_000 + 2_000 + 1_000 + 5_000)).magnitude < 2)
+        #expect((ac.errorBoundNs - (3_000.0 * 3_000 + 6_000 * 6_000).squareRoot()).magnitude < 2)
+        let growth: Double = 1 + (1 + 100e-6)
+        #expect((ac.errorGrowthPPM - growth).magnitude < 1e-9, "growth rates add, the report's on B's clock")
         #expect(ac.hardBoundNs == 20_000)
         #expect(ac.delay == .microseconds(100))
     }
@@ -120,7 +122,13 @@ struct ClockEstimateTests {
         #expect(e.rebased(to: e.reference + .microseconds(1)).delayStep == .milliseconds(5))
         var reported = ReportedEstimate(reporting: e)
         reported.delayStep = .milliseconds(5)
-        #expect(e.composed(with: reported, at: e.reference).delayStep == .milliseconds(10))
+        let t = e.reference, tB = e.peerTime(at: t)
+        let composed = e.composed(with: reported, at: t)
+        #expect(composed.delayStep == .milliseconds(10))
+        #expect(composed.errorBoundNs == e.errorBound(at: t) + reported.errorBound(at: tB), "with an alarm the statistical bounds add: a step's bias is not noise")
+        let quiet = ReportedEstimate(reporting: estimate())
+        #expect(e.composed(with: quiet, at: t).errorBoundNs == e.errorBound(at: t) + quiet.errorBound(at: tB), "an alarm on either link")
+        #expect(estimate().composed(with: quiet, at: t).errorBoundNs < estimate().errorBound(at: t) + quiet.errorBound(at: tB), "without one they combine as independent errors")
         // The gossiped form (clock_report) carries no alarm: it describes the reporter's own link.
         let decoded = try JSONDecoder().decode(ClockEstimate.self, from: JSONEncoder().encode(e))
         #expect(decoded.delayStep == .zero)

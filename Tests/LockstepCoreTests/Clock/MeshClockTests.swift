@@ -125,26 +125,31 @@ struct MeshClockTests {
         let r = mesh.resolved(peer: Self.c, at: LocalTime(ns: 0))!
         #expect(r.source == .via(Self.b))
         #expect(r.estimate.offsetNs == 3_000_000)
-        #expect(r.estimate.errorBoundNs == 4_000)
+        #expect(r.estimate.errorBoundNs == (1_000.0 * 1_000 + 3_000 * 3_000).squareRoot(), "two links' independent errors: √(1² + 3²) µs, not 4")
+        #expect(r.estimate.hardBoundNs == 40_000, "hard bounds add")
         #expect(r.closureErrorNs == nil)
         #expect(r.trusted)
     }
 
-    @Test("a peer reached only through paths gets the agreeing paths averaged by 1/bound², with the bounds averaged alike; a contradicting path is left out and marks it untrusted")
+    @Test("a peer reached only through paths gets the agreeing paths averaged by 1/bound², the statistical bound that of an average of independent errors and the hard bound averaged alike; a contradicting path is left out and marks it untrusted")
     func pathsCombined() {
         let d = PeerID(high: 0, low: 0xD), e = PeerID(high: 0, low: 0xE)
         var mesh = MeshClock(localID: Self.a)
         for peer in [Self.b, Self.c, e] { mesh.updateLocal(peer: peer, estimate: Self.estimate(offset: 0, bound: 1_000)) }
         let t = LocalTime(ns: 0)
-        // Through B: +3 µs ± 2 µs (1 + 1); through C: 0 ± 3 µs (1 + 2). Weights 1/4 and 1/9.
+        // Through B: +3 µs ± √2 µs (√(1² + 1²)); through C: 0 ± √5 µs (√(1² + 2²)).
+        // Weights 1/2 and 1/5.
         _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: d, estimate: Self.report(offset: 3_000, bound: 1_000, at: 0), receivedAt: t)
         _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: d, estimate: Self.report(offset: 0, bound: 2_000, at: 0), receivedAt: t)
         var r = mesh.resolved(peer: d, at: t)!
-        let wb = (1.0 / 4e6) / (1.0 / 4e6 + 1.0 / 9e6), wc = 1 - wb
+        let bb = 2.0.squareRoot() * 1_000, bc = 5.0.squareRoot() * 1_000
+        let wb = (1 / 2e6) / (1 / 2e6 + 1 / 5e6), wc = 1 - wb
         #expect(r.combinedPaths == 2)
         #expect(r.source == .via(Self.b))
         #expect(abs(r.estimate.offsetNs - 3_000 * wb) < 1e-6)
-        #expect(abs(r.estimate.errorBoundNs - (2_000 * wb + 3_000 * wc)) < 1e-6)
+        #expect(abs(r.estimate.errorBoundNs - ((wb * bb) * (wb * bb) + (wc * bc) * (wc * bc)).squareRoot()) < 1e-6)
+        #expect(r.estimate.errorBoundNs < bb, "two independent paths together are tighter than the better one")
+        #expect(abs(r.estimate.hardBoundNs - (wb * 20_000 + wc * 30_000)) < 1e-6, "hard bounds: the weighted mean, which holds for any errors")
         #expect(r.trusted)
         // Through E: −20 µs ± 2 µs, contradicting B's path.
         _ = mesh.updateReport(from: e, .init(vetted: true, host: "10.0.0.5"), target: d, estimate: Self.report(offset: -20_000, bound: 1_000, at: 0), receivedAt: t)
@@ -176,7 +181,8 @@ struct MeshClockTests {
         #expect(mesh.resolved(peer: Self.b, at: t)?.estimate.errorBoundNs == 2_500, "capped by the hard bound, which holds for any asymmetry")
         let viaB = mesh.resolved(peer: d, at: t)!
         #expect(viaB.source == .via(Self.b))
-        #expect(viaB.estimate.errorBoundNs == 2_000 + 2 * 2_000, "two links, each widened")
+        #expect(abs(viaB.estimate.errorBoundNs - (2.0.squareRoot() * 1_000 + 2.0.squareRoot() * 2_000)) < 1e-6, "two links' independent asymmetries: √2 times the scale")
+        #expect(abs(viaB.asymmetryNs - 2.0.squareRoot() * 2_000) < 1e-6)
     }
 
     @Test("reports about ourselves, from strangers, or over the caps are ignored; old ones expire")
