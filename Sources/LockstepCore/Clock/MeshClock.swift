@@ -33,10 +33,13 @@
 /// same both ways; the mesh shows how far that fails. The *asymmetry scale* is the median closure
 /// error over every direct link's two-hop paths (``asymmetryScaleNs(at:)``): a closure adds up
 /// three links' biases, so the median closure is typically more than one link's. Every resolved
-/// estimate's bound is widened by it once for a direct estimate and √2 times for a two-hop one,
-/// never past its hard bound, which holds for any asymmetry. Two links' biases add as independent
-/// errors (the pairs' biases are unrelated), and a bias of the middle device's own (its receiving
-/// slower than its sending) enters its two links with opposite signs and cancels. (On the lab's
+/// estimate's bound is widened by it once for a direct estimate, √2 times for a two-hop one, and
+/// √(2 Σ Wₐ²) times for an average of paths (Wₐ: the weight of the paths through address a), never
+/// past its hard bound, which holds for any asymmetry. Two links' biases add as independent errors
+/// (the pairs' biases are unrelated), and the biases of different links average. A bias of one
+/// device's own (its receiving slower than its sending) is no link's: it enters a middle device's
+/// two links with opposite signs and cancels, and it biases a direct link and every path between
+/// the same two ends alike, so no closure shows it (only the hard bound covers it). (On the lab's
 /// veth links the biases are fixed per pair, up to about 2 µs, with round trips of 4 µs: the
 /// statistical bound alone covered 75 % of readings, the widened one covers them.) Without any
 /// closure (a group of two, no reports yet) nothing is widened: there is no evidence either way.
@@ -98,6 +101,9 @@ public struct MeshClock: Sendable {
         public var combinedPaths = 0
         /// How much the bound was widened for asymmetry the exchanges cannot see, in ns.
         public var asymmetryNs = 0.0
+        /// How many times the asymmetry scale widens the bound (see the type's documentation): 1
+        /// for a direct estimate, √2 for one two-hop path, less for paths averaged.
+        public var asymmetryFactor = 1.0
     }
 
     /// A two-hop path to a peer, brought onto the local clock.
@@ -252,11 +258,12 @@ public struct MeshClock: Sendable {
     }
 
     /// The offset to use for `peer` at local time `now`, checked against the mesh, its bound
-    /// widened by the asymmetry scale, √2 times over two links (see the type's documentation).
+    /// widened by the asymmetry scale ``ResolvedOffset/asymmetryFactor`` times (see the type's
+    /// documentation).
     public func resolved(peer: PeerID, at now: LocalTime) -> ResolvedOffset? {
         guard var resolved = checked(peer: peer, at: now) else { return nil }
         if let scale = asymmetryScaleNs(at: now) {
-            let widening: Double = resolved.source == .direct ? 1 : 2.0.squareRoot()
+            let widening = resolved.asymmetryFactor
             var e = resolved.estimate
             e.errorBoundNs = min(e.errorBoundNs + widening * scale, max(e.hardBoundNs, e.errorBoundNs))
             resolved.estimate = e
@@ -273,12 +280,14 @@ public struct MeshClock: Sendable {
             // best one, combined; trusted if none contradicts it.
             guard let best = paths.min(by: { $0.estimate.errorBoundNs < $1.estimate.errorBoundNs }) else { return nil }
             let agreeing = paths.filter { Self.agree(best.estimate, $0.estimate) }
+            let (estimate, factor) = Self.combined(agreeing, best: best)
             var resolved = ResolvedOffset(
-                estimate: Self.combined(agreeing.map(\.estimate), best: best.estimate), source: .via(best.via), pathCount: paths.count,
+                estimate: estimate, source: .via(best.via), pathCount: paths.count,
                 disagreeingPaths: 0, closureErrorNs: nil, worstClosureErrorNs: nil, worstClosureToleranceNs: nil,
                 trusted: agreeing.count == paths.count
             )
             resolved.combinedPaths = agreeing.count
+            resolved.asymmetryFactor = factor
             return resolved
         }
         var resolved = ResolvedOffset(
@@ -319,6 +328,7 @@ public struct MeshClock: Sendable {
         {
             resolved.estimate = best.estimate
             resolved.source = .via(best.via)
+            resolved.asymmetryFactor = Self.onePathAsymmetryFactor
             resolved.trusted = true
         } else {
             resolved.trusted = supporters >= Self.votes(dissenters)
@@ -326,37 +336,46 @@ public struct MeshClock: Sendable {
         return resolved
     }
 
-    /// Estimates of one offset, all referenced at the same time, averaged with weights 1/bound²
-    /// (the offset, the skew, the hard bound and the growth rates). The hard bound stays honest
-    /// for any errors: if every estimate is within its bound bᵢ of the truth, their average with
-    /// weights wᵢ (summing to 1) is within Σ wᵢ bᵢ, at any time (each is a line). The statistical
-    /// bound is that of an average of independent errors, √(Σ wᵢ² bᵢ²): two-hop paths through
-    /// different reporters share no link (in simulated groups of 16 and 32, two paths' errors to
-    /// one peer correlated by under 0.06: docs/scale.md), and what they may share, the asymmetry
-    /// at their two ends, is added afterwards (``resolved(peer:at:)``), not averaged. With a
-    /// delay step alarm on any of them, it is Σ wᵢ bᵢ. The rest is `best`'s.
-    static func combined(_ estimates: [ClockEstimate], best: ClockEstimate) -> ClockEstimate {
-        guard estimates.count > 1 else { return best }
-        let raw = estimates.map { 1 / max($0.errorBoundNs * $0.errorBoundNs, 1) }
+    /// One two-hop path's asymmetry widening: its two links' biases, independent.
+    static let onePathAsymmetryFactor = 2.0.squareRoot()
+
+    /// Two-hop paths to one peer, all referenced at the same time, averaged with weights
+    /// 1/bound² (the offset, the skew, the hard bound and the growth rates), and the factor by
+    /// which the asymmetry scale widens the average. The hard bound stays honest for any errors:
+    /// if every path is within its bound bᵢ of the truth, their average with weights wᵢ (summing
+    /// to 1) is within Σ wᵢ bᵢ, at any time (each is a line). The statistical bound is that of an
+    /// average of independent errors, √(Σₐ (Σᵢ∈ₐ wᵢ bᵢ)²): paths through different addresses share
+    /// no link (in simulated groups of 16 and 32, two paths' errors to one peer correlated by under
+    /// 0.06: docs/scale.md), while paths through one address may be one error (several ids on one
+    /// machine), so theirs add. With a delay step alarm on any path it is Σ wᵢ bᵢ. The asymmetry
+    /// factor is √(2 Σₐ Wₐ²), Wₐ the weight of address a: √2 for one path, 1 for two of equal
+    /// weight. What paths between the same two ends do share, a bias of either end's own, no
+    /// closure shows, so the scale does not stand for it (see the type's documentation). The rest
+    /// is `best`'s.
+    static func combined(_ paths: [Path], best: Path) -> (estimate: ClockEstimate, asymmetryFactor: Double) {
+        guard paths.count > 1 else { return (best.estimate, onePathAsymmetryFactor) }
+        let raw = paths.map { 1 / max($0.estimate.errorBoundNs * $0.estimate.errorBoundNs, 1) }
         let total = raw.reduce(0, +)
         func mean(_ value: (ClockEstimate) -> Double) -> Double {
-            zip(estimates, raw).reduce(0) { $0 + value($1.0) * $1.1 / total }
+            zip(paths, raw).reduce(0) { $0 + value($1.0.estimate) * $1.1 / total }
         }
-        var out = best
+        var weights: [String: Double] = [:], weightedBounds: [String: Double] = [:]
+        for (path, w) in zip(paths, raw) {
+            weights[path.host, default: 0] += w / total
+            weightedBounds[path.host, default: 0] += path.estimate.errorBoundNs * w / total
+        }
+        var out = best.estimate
         out.offsetNs = mean(\.offsetNs)
         out.skewPPM = mean(\.skewPPM)
-        if estimates.allSatisfy({ $0.delayStep == .zero }) {
-            out.errorBoundNs = zip(estimates, raw).reduce(0) { sum, e in
-                let weighted = e.0.errorBoundNs * e.1 / total
-                return sum + weighted * weighted
-            }.squareRoot()
+        if paths.allSatisfy({ $0.estimate.delayStep == .zero }) {
+            out.errorBoundNs = weightedBounds.values.reduce(0) { $0 + $1 * $1 }.squareRoot()
         } else {
             out.errorBoundNs = mean(\.errorBoundNs)
         }
         out.errorGrowthPPM = mean(\.errorGrowthPPM)
         out.hardBoundNs = mean(\.hardBoundNs)
         out.hardGrowthPPM = mean(\.hardGrowthPPM)
-        return out
+        return (out, (2 * weights.values.reduce(0) { $0 + $1 * $1 }).squareRoot())
     }
 
     /// Two estimates of the same offset at the same reference time agree within their bounds.

@@ -185,6 +185,33 @@ struct MeshClockTests {
         #expect(abs(viaB.asymmetryNs - 2.0.squareRoot() * 2_000) < 1e-6)
     }
 
+    @Test("paths averaged through different addresses are widened less for asymmetry, and bounded tighter, than one path; paths through one address count as one")
+    func averagedPathsByAddress() {
+        let d = PeerID(high: 0, low: 0xD), t = LocalTime(ns: 0)
+        func mesh(cHost: String) -> MeshClock {
+            var mesh = MeshClock(localID: Self.a)
+            mesh.updateLocal(peer: Self.b, estimate: Self.estimate(offset: 0, bound: 1_000))
+            mesh.updateLocal(peer: Self.c, estimate: Self.estimate(offset: 2_000, bound: 1_000))
+            let b = MeshClock.Reporter(vetted: true, host: "10.0.0.2"), c = MeshClock.Reporter(vetted: true, host: cHost)
+            // Triangles that miss by 2 µs: the asymmetry scale.
+            _ = mesh.updateReport(from: Self.b, b, target: Self.c, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+            _ = mesh.updateReport(from: Self.c, c, target: Self.b, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+            // D through B (0 ± √2 µs) and through C (2 µs ± √2 µs): equal weights.
+            _ = mesh.updateReport(from: Self.b, b, target: d, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+            _ = mesh.updateReport(from: Self.c, c, target: d, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+            return mesh
+        }
+        let apart = mesh(cHost: "10.0.0.3").resolved(peer: d, at: t)!
+        #expect(apart.combinedPaths == 2)
+        #expect(abs(apart.estimate.offsetNs - 1_000) < 1e-6)
+        #expect(abs(apart.asymmetryFactor - 1) < 1e-9, "√(2 × (½² + ½²)): four links' biases averaged")
+        #expect(abs(apart.estimate.errorBoundNs - (1_000 + 2_000)) < 1e-6, "√2 µs / √2, plus the scale once")
+        let together = mesh(cHost: "10.0.0.2").resolved(peer: d, at: t)!
+        #expect(together.combinedPaths == 2)
+        #expect(abs(together.asymmetryFactor - 2.0.squareRoot()) < 1e-9, "one address: as one path")
+        #expect(abs(together.estimate.errorBoundNs - 2.0.squareRoot() * (1_000 + 2_000)) < 1e-6, "one address: the bounds add")
+    }
+
     @Test("reports about ourselves, from strangers, or over the caps are ignored; old ones expire")
     func reportHygiene() {
         var mesh = MeshClock(
