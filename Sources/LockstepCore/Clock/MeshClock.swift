@@ -368,14 +368,14 @@ public struct MeshClock: Sendable {
         out.offsetNs = mean(\.offsetNs)
         out.skewPPM = mean(\.skewPPM)
         if paths.allSatisfy({ $0.estimate.delayStep == .zero }) {
-            out.errorBoundNs = weightedBounds.values.reduce(0) { $0 + $1 * $1 }.squareRoot()
+            out.errorBoundNs = weightedBounds.values.rootSumSquare
         } else {
             out.errorBoundNs = mean(\.errorBoundNs)
         }
         out.errorGrowthPPM = mean(\.errorGrowthPPM)
         out.hardBoundNs = mean(\.hardBoundNs)
         out.hardGrowthPPM = mean(\.hardGrowthPPM)
-        return (out, (2 * weights.values.reduce(0) { $0 + $1 * $1 }).squareRoot())
+        return (out, onePathAsymmetryFactor * weights.values.rootSumSquare)
     }
 
     /// Two estimates of the same offset at the same reference time agree within their bounds.

@@ -181,7 +181,7 @@ extension OffsetEstimate where Observer == LocalTime {
             offsetNs: ab + bc,
             skewPPM: (rateAB * rateBC - 1) * 1e6,
             errorBoundNs: delayStep == .zero && next.delayStep == .zero
-                ? Self.rootSumSquare(errorBound(at: t), next.errorBound(at: tB))
+                ? [errorBound(at: t), next.errorBound(at: tB)].rootSumSquare
                 : errorBound(at: t) + next.errorBound(at: tB),
             errorGrowthPPM: errorGrowthPPM + next.errorGrowthPPM * rateAB,
             hardBoundNs: hardBound(at: t) + next.hardBound(at: tB),
@@ -191,14 +191,6 @@ extension OffsetEstimate where Observer == LocalTime {
             lastSample: min(lastSample, lastBOnA),
             delayStep: delayStep + next.delayStep
         )
-    }
-}
-
-extension OffsetEstimate {
-    /// The bound of the sum of two independent errors with bounds `a` and `b` at the same
-    /// confidence: √(a² + b²).
-    static func rootSumSquare(_ a: Double, _ b: Double) -> Double {
-        (a * a + b * b).squareRoot()
     }
 }
 
