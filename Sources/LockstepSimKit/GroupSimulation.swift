@@ -151,7 +151,8 @@ public struct GroupSimulation {
                 message = .clockRequest(exchange: ex, t1: PeerTime(ours: local(i)))
                 to = e
                 isExchange = ex != 0
-                if ex != 0 { hosts[i].node.onClockRequestSent(exchange: ex, to: e, t1: local(i)) }
+                // Probes too, as the agent does: the echoed t1 of the reply validates the address.
+                hosts[i].node.onClockRequestSent(exchange: ex, to: e, t1: local(i))
             case .sendClockReply(let ex, let echo, let t2, let e):
                 message = .clockReply(exchange: ex, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: local(i)))
                 to = e

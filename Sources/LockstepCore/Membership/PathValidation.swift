@@ -18,7 +18,9 @@ public struct PathValidation: Sendable {
         public var challengesPerAddress: Int = 4
         /// Validated addresses remembered, at most (the least recently confirmed are forgotten).
         public var maxValidated: Int = 512
-        /// A validated address not confirmed again for this long must be validated again.
+        /// A validated address not confirmed again for this long must be validated again. A
+        /// reachable peer's address is challenged again once it is half this old
+        /// (``dueRevalidations(of:isVouched:now:)``), looked for every twentieth of it.
         public var validFor: TimeSpan = .seconds(600)
 
         public init() {}
@@ -29,6 +31,8 @@ public struct PathValidation: Sendable {
     public private(set) var challenges: [Endpoint: (t1s: [Int64], at: LocalTime)] = [:]
     /// Addresses that answered a challenge, and when they last did.
     public private(set) var validated: [Endpoint: LocalTime] = [:]
+    /// When ``dueRevalidations(of:isVouched:now:)`` last looked.
+    public private(set) var revalidationsCheckedAt: LocalTime?
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -65,6 +69,30 @@ public struct PathValidation: Sendable {
     /// Whether `endpoint` answered a challenge within ``Configuration/validFor``.
     public func isValidated(_ endpoint: Endpoint, now: LocalTime) -> Bool {
         validated[endpoint].map { now - $0 < configuration.validFor } ?? false
+    }
+
+    /// Whether ``dueRevalidations(of:isVouched:now:)`` would look now: every twentieth of
+    /// ``Configuration/validFor`` (and at once if the local clock stepped back), so that a
+    /// challenge lost is retried and the look costs nothing on the ticks between.
+    public func isRevalidationDue(now: LocalTime) -> Bool {
+        guard let last = revalidationsCheckedAt, now >= last else { return true }
+        return now - last >= configuration.validFor / 20
+    }
+
+    /// Of `endpoints` (the addresses this node reaches its reachable peers at), those to challenge
+    /// again now: each that answered no challenge for half of ``Configuration/validFor`` (or never
+    /// did) and that discovery does not vouch for; none unless ``isRevalidationDue(now:)``. Clock
+    /// requests challenge an address as a side effect, but a peer reached through the mesh is sent
+    /// none, so without this its address, given by its own datagrams alone, would lapse and hold
+    /// what goes to it to the shell's anti-amplification budget.
+    public mutating func dueRevalidations(of endpoints: [Endpoint], isVouched: (Endpoint) -> Bool, now: LocalTime) -> [Endpoint] {
+        guard isRevalidationDue(now: now) else { return [] }
+        revalidationsCheckedAt = now
+        let validFor = configuration.validFor
+        return endpoints.filter { endpoint in
+            let stale = validated[endpoint].map { now - $0 >= validFor / 2 } ?? true
+            return stale && !isVouched(endpoint)
+        }
     }
 
     /// Whether discovery vouches for `endpoint`: a peer's DNS-SD or configured path, or a

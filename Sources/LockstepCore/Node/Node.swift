@@ -33,6 +33,7 @@ public struct Node: Sendable {
         public var clocks = PeerClocks.Configuration()
         public var replica = Replica.Configuration()
         public var coordinator = Coordinator.Configuration()
+        public var paths = PathValidation.Configuration()
 
         public init() {}
     }
@@ -46,7 +47,7 @@ public struct Node: Sendable {
     /// Players' sync errors exchanged on demand, for watchers.
     public private(set) var syncReports = SyncReports()
     /// Which source addresses have answered a challenge (the shell's ``ReplyBudget`` spares them).
-    public private(set) var paths = PathValidation()
+    public private(set) var paths: PathValidation
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
@@ -55,6 +56,7 @@ public struct Node: Sendable {
         self.clocks = PeerClocks(me: identity.peer, configuration: configuration.clocks)
         self.group = Dissemination(me: identity.peer, incarnation: identity.incarnation, configuration: configuration.replica)
         self.coordinator = Coordinator(me: identity.peer, configuration: configuration.coordinator)
+        self.paths = PathValidation(configuration: configuration.paths)
     }
 
     // MARK: - Discovery
@@ -189,6 +191,14 @@ public struct Node: Sendable {
         var out = route(membership.onTick(now: now), now: now)
         for endpoint in membership.dueProbes(now: now) {
             out.append(.sendClockRequest(exchange: 0, to: endpoint))
+        }
+        // No deadline of its own: with a peer reachable, its silence deadline ticks within seconds.
+        if paths.isRevalidationDue(now: now) {
+            let membership = membership
+            let addresses = membership.reachable.compactMap { membership.endpoint(of: $0) }
+            for endpoint in paths.dueRevalidations(of: addresses, isVouched: { PathValidation.isVouched($0, by: membership) }, now: now) {
+                out.append(.sendClockRequest(exchange: 0, to: endpoint))
+            }
         }
         out += hellos(now: now)
         out += peerAddressesDue(now: now)

@@ -60,6 +60,30 @@ struct ReplyBudgetTests {
         #expect(!v.isValidated(other, now: Self.t0 + v.configuration.validFor))
     }
 
+    @Test("an address is challenged again once half its validation has run, unless discovery vouches for it; the look runs every twentieth of a lifetime, and at once after the clock stepped back")
+    func revalidation() {
+        var v = PathValidation()
+        let validFor = v.configuration.validFor
+        let learned = Endpoint.v4(a: 10, b: 0, c: 0, d: 3, port: 4000), vouched = Endpoint.v4(a: 10, b: 0, c: 0, d: 4, port: 4000)
+        let never = Endpoint.v4(a: 10, b: 0, c: 0, d: 5, port: 4000)
+        for e in [learned, vouched] {
+            v.onChallengeSent(to: e, t1: Self.t0)
+            v.onEcho(Self.t0.ns, from: e, now: Self.t0)
+        }
+        let all = [learned, vouched, never]
+        func due(_ at: LocalTime) -> [Endpoint] { v.dueRevalidations(of: all, isVouched: { $0 == vouched }, now: at) }
+        let fresh = Self.t0 + validFor / 2 - .seconds(1)
+        #expect(due(fresh) == [never], "fresh: only the address that never answered")
+        #expect(due(fresh + .seconds(2)).isEmpty, "the next look waits a twentieth of a lifetime")
+        let stale = fresh + validFor / 20
+        #expect(due(stale) == [learned, never], "half a lifetime old: challenged again; the vouched one never")
+        #expect(due(stale + .seconds(1)).isEmpty)
+        #expect(due(stale - .seconds(10)) == [learned, never], "the local clock stepped back: looks at once")
+        v.onChallengeSent(to: learned, t1: stale)
+        v.onEcho(stale.ns, from: learned, now: stale)
+        #expect(due(stale + validFor / 20) == [never], "answered: fresh again")
+    }
+
     @Test("challenges and validated addresses stay bounded")
     func boundedValidation() {
         var v = PathValidation()
