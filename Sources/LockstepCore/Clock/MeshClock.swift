@@ -30,9 +30,10 @@
 /// count once per reporter *address*, so many ids on one host are one vote.
 ///
 /// **Asymmetry in the bounds.** The statistical bound assumes each path's minimum delays are the
-/// same both ways; the mesh shows how far that fails. The *asymmetry scale* is the median closure
-/// error over every direct link's two-hop paths (``asymmetryScaleNs(at:)``): a closure adds up
-/// three links' biases, so the median closure is typically more than one link's. Every resolved
+/// same both ways; the mesh shows how far that fails. The *asymmetry scale* is what the closures
+/// of every direct link's two-hop paths hold beyond their own noise (``asymmetryScaleNs(at:)``):
+/// a closure adds up three links' biases and the noise of the estimates closing it, and that
+/// noise is in their statistical bounds already, so symmetric links widen nothing. Every resolved
 /// estimate's bound is widened by it once for a direct estimate, √2 times for a two-hop one, and
 /// √(2 Σ Wₐ²) times for an average of paths (Wₐ: the weight of the paths through address a), never
 /// past its hard bound, which holds for any asymmetry. Two links' biases add as independent errors
@@ -57,14 +58,20 @@ public struct MeshClock: Sendable {
         public var maxUnknownTargets: Int
         /// How many mutually agreeing two-hop paths it takes to overrule a direct estimate.
         public var minAgreeingPaths: Int
+        /// How many noise scales a statistical bound spans (``ClockEstimator/Configuration/boundSigmas``):
+        /// a closure's own noise, taken out of the asymmetry scale, is its bounds divided by it.
+        public var boundSigmas: Double
 
         public init(
             reportLifetime: TimeSpan = .seconds(10),
             maxReportsPerReporter: Int = 64,
             maxUnknownTargets: Int = 64,
-            minAgreeingPaths: Int = 2
+            minAgreeingPaths: Int = 2,
+            boundSigmas: Double = 4.5
         ) {
             precondition(minAgreeingPaths >= 1)
+            precondition(boundSigmas > 0)
+            self.boundSigmas = boundSigmas
             self.reportLifetime = reportLifetime
             self.maxReportsPerReporter = maxReportsPerReporter
             self.maxUnknownTargets = maxUnknownTargets
@@ -242,19 +249,37 @@ public struct MeshClock: Sendable {
         Set(paths.map(\.host)).count
     }
 
-    /// The asymmetry scale at `now`: the median, over every direct estimate and each of its
-    /// two-hop paths, of |direct − path|, in ns; nil without any such pair. (See the type's
-    /// documentation.)
+    /// The asymmetry scale at `now`, in ns; nil without any closure (a direct estimate and one of
+    /// its two-hop paths). A closure c = direct − path is the three links' biases plus their noise,
+    /// whose variance σ² is the two estimates' statistical bounds squared, over
+    /// ``Configuration/boundSigmas`` squared. The scale is √(median of c² − σ²), 0 if that median
+    /// is negative: what the closures hold beyond their own noise, as E[c²] = bias² + σ². Links
+    /// that are symmetric (noise alone: c² exceeds σ² in under a third of closures) give 0, so their
+    /// bounds are not widened for their noise twice; biased ones give their biases' typical size.
+    /// A closure whose estimates carry a delay-step alarm counts whole (its bound holds a bias,
+    /// not noise). (See the type's documentation.)
     public func asymmetryScaleNs(at now: LocalTime) -> Double? {
-        var closures: [Double] = []
+        var excess: [Double] = []
         for (peer, estimate) in local {
-            let direct = estimate.offset(at: now)
-            for path in paths(to: peer, at: now) { closures.append((direct - path.estimate.offsetNs).magnitude) }
+            let direct = estimate.rebased(to: now)
+            for path in paths(to: peer, at: now) {
+                let closure = direct.offsetNs - path.estimate.offsetNs
+                excess.append(closure * closure - noiseVariance(direct, path.estimate))
+            }
         }
-        guard !closures.isEmpty else { return nil }
-        closures.sort()
-        let mid = closures.count / 2
-        return closures.count % 2 == 1 ? closures[mid] : (closures[mid - 1] + closures[mid]) / 2
+        guard !excess.isEmpty else { return nil }
+        excess.sort()
+        let mid = excess.count / 2
+        let median = excess.count % 2 == 1 ? excess[mid] : (excess[mid - 1] + excess[mid]) / 2
+        return max(0, median).squareRoot()
+    }
+
+    /// The variance of the noise in the closure of `direct` and `path`, ns²: their statistical
+    /// bounds' squares over ``Configuration/boundSigmas`` squared; 0 if either carries a delay step.
+    private func noiseVariance(_ direct: ClockEstimate, _ path: ClockEstimate) -> Double {
+        guard direct.delayStep == .zero, path.delayStep == .zero else { return 0 }
+        let z = configuration.boundSigmas
+        return (direct.errorBoundNs * direct.errorBoundNs + path.errorBoundNs * path.errorBoundNs) / (z * z)
     }
 
     /// The offset to use for `peer` at local time `now`, checked against the mesh, its bound

@@ -145,7 +145,10 @@ public struct PeerClocks: Sendable {
     public init(me: PeerID, configuration: Configuration = .init()) {
         self.me = me
         self.configuration = configuration
-        self.mesh = MeshClock(localID: me, configuration: configuration.mesh)
+        var mesh = configuration.mesh
+        // The closures' noise is read from the estimators' bounds: the same width.
+        mesh.boundSigmas = configuration.estimator.boundSigmas
+        self.mesh = MeshClock(localID: me, configuration: mesh)
         self.ownStep = OwnClockStepDetector(configuration: configuration.ownStep)
     }
 

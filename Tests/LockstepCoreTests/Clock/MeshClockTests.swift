@@ -159,7 +159,12 @@ struct MeshClockTests {
         #expect(!r.trusted)
     }
 
-    @Test("bounds are widened by the median closure error of this node's triangles, once per link on the path, never past the hard bound")
+    /// The asymmetry scale of closures of 2 µs between estimates bounded by 1 µs (direct) and √2 µs
+    /// (a path of two 1 µs links): what is left of 2 µs once their noise, (1 + 2) µs² / 4.5², is
+    /// taken out.
+    static let twoMicrosecondScale = (2_000.0 * 2_000 - (1_000.0 * 1_000 + 2 * 1_000 * 1_000) / (4.5 * 4.5)).squareRoot()
+
+    @Test("bounds are widened by what this node's triangles' closures hold beyond their noise, once per link on the path, never past the hard bound")
     func asymmetryWidensBounds() {
         var mesh = MeshClock(localID: Self.a)
         let t = LocalTime(ns: 0)
@@ -174,15 +179,76 @@ struct MeshClockTests {
         _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: Self.c, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
         _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: Self.b, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
         _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: d, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
-        #expect(mesh.asymmetryScaleNs(at: t) == 2_000)
+        let scale = Self.twoMicrosecondScale
+        #expect(abs(mesh.asymmetryScaleNs(at: t)! - scale) < 1e-6)
+        #expect(scale > 1_950 && scale < 2_000, "a closure far beyond its noise counts almost whole")
         let c = mesh.resolved(peer: Self.c, at: t)!
-        #expect(c.estimate.errorBoundNs == 3_000)
-        #expect(c.asymmetryNs == 2_000)
+        #expect(abs(c.estimate.errorBoundNs - (1_000 + scale)) < 1e-6)
+        #expect(abs(c.asymmetryNs - scale) < 1e-6)
         #expect(mesh.resolved(peer: Self.b, at: t)?.estimate.errorBoundNs == 2_500, "capped by the hard bound, which holds for any asymmetry")
         let viaB = mesh.resolved(peer: d, at: t)!
         #expect(viaB.source == .via(Self.b))
-        #expect(abs(viaB.estimate.errorBoundNs - (2.0.squareRoot() * 1_000 + 2.0.squareRoot() * 2_000)) < 1e-6, "two links' independent asymmetries: √2 times the scale")
-        #expect(abs(viaB.asymmetryNs - 2.0.squareRoot() * 2_000) < 1e-6)
+        #expect(abs(viaB.estimate.errorBoundNs - 2.0.squareRoot() * (1_000 + scale)) < 1e-6, "two links' independent asymmetries: √2 times the scale")
+        #expect(abs(viaB.asymmetryNs - 2.0.squareRoot() * scale) < 1e-6)
+    }
+
+    @Test("closures within their own noise widen nothing: the links' noise is not counted twice; a delay step's bound is not taken for noise")
+    func closuresWithinNoiseWidenNothing() {
+        func mesh(closure: Double, step: TimeSpan = .zero) -> MeshClock {
+            var mesh = MeshClock(localID: Self.a)
+            var toB = Self.estimate(offset: 0, bound: 1_000)
+            toB.delayStep = step
+            mesh.updateLocal(peer: Self.b, estimate: toB)
+            mesh.updateLocal(peer: Self.c, estimate: Self.estimate(offset: closure, bound: 1_000))
+            let t = LocalTime(ns: 0)
+            _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: Self.c, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+            _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: Self.b, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+            return mesh
+        }
+        let t = LocalTime(ns: 0)
+        // The closures' noise: σ = √3 µs / 4.5 = 385 ns.
+        #expect(mesh(closure: 300).asymmetryScaleNs(at: t) == 0, "300 ns: within one σ")
+        #expect(mesh(closure: 300).resolved(peer: Self.c, at: t)?.estimate.errorBoundNs == 1_000, "nothing widened")
+        #expect(abs(mesh(closure: 600).asymmetryScaleNs(at: t)! - (600.0 * 600 - 3e6 / (4.5 * 4.5)).squareRoot()) < 1e-6, "600 ns: what exceeds the noise")
+        #expect(mesh(closure: 300, step: .microseconds(5)).asymmetryScaleNs(at: t) == 300, "a delay step's bound holds a bias, not noise: the closure counts whole")
+    }
+
+    @Test("in a group of symmetric links the triangles' closures are mostly their noise, and widen the bounds by far less than the closures; a hidden asymmetry still widens the bounds of its link's ends")
+    func symmetricLinksWidenLittle() {
+        var plain = ClockNetwork(clocks: meshClocks, link: .veth, seed: 34)
+        var skewed = ClockNetwork(clocks: meshClocks, link: .veth, seed: 34)
+        // 20 µs more one way than the other on the link 0–1: a 10 µs bias, which 4 of the 6
+        // closures of hosts 0 and 1 hold (2 of 6 at hosts 2 and 3: not their median).
+        skewed.setLink(0, 1, LinkModel(forward: LegModel(baseNs: 40_000, jitter: .exponential(meanNs: 3_000)), backward: .veth))
+        func medianClosure(_ net: ClockNetwork, _ a: Int) -> Double {
+            let mesh = net.hosts[a].clocks.mesh, t = net.local(a, at: net.now)
+            var closures: [Double] = []
+            for b in 0..<4 where b != a {
+                let direct = net.estimate(a, of: b)!.offsetNs
+                for path in mesh.paths(to: ClockNetwork.id(b), at: t) { closures.append((direct - path.estimate.offsetNs).magnitude) }
+            }
+            closures.sort()
+            return (closures[2] + closures[3]) / 2
+        }
+        var looks = 0, widened = 0, scales = 0.0, closures = 0.0, seen: [Double] = []
+        plain.run(until: 30 * Nanos.second, every: 500 * Nanos.millisecond) { net in
+            guard net.now >= 10 * Nanos.second else { return }
+            looks += 1
+            for a in 0..<4 {
+                let scale = net.hosts[a].clocks.mesh.asymmetryScaleNs(at: net.local(a, at: net.now))!
+                if scale > 0 { widened += 1 }
+                scales += scale
+                closures += medianClosure(net, a)
+            }
+        }
+        skewed.run(until: 30 * Nanos.second, every: 500 * Nanos.millisecond) { net in
+            guard net.now >= 10 * Nanos.second else { return }
+            for a in 0..<2 { seen.append(net.hosts[a].clocks.mesh.asymmetryScaleNs(at: net.local(a, at: net.now))!) }
+        }
+        #expect(looks == 41)
+        #expect(widened < looks, "\(widened) of \(4 * looks) looks widened symmetric links (seed 34: 13)")
+        #expect(scales < closures / 4, "seed 34: 48 ns against 433; mean scale \(scales / Double(4 * looks)) ns against a mean median closure of \(closures / Double(4 * looks)) ns")
+        #expect(seen.min()! > 8_000 && seen.max()! < 12_000, "the ends of the biased link see its 10 µs: \(seen.min()!)…\(seen.max()!) ns")
     }
 
     @Test("paths averaged through different addresses are widened less for asymmetry, and bounded tighter, than one path; paths through one address count as one")
@@ -205,11 +271,11 @@ struct MeshClockTests {
         #expect(apart.combinedPaths == 2)
         #expect(abs(apart.estimate.offsetNs - 1_000) < 1e-6)
         #expect(abs(apart.asymmetryFactor - 1) < 1e-9, "√(2 × (½² + ½²)): four links' biases averaged")
-        #expect(abs(apart.estimate.errorBoundNs - (1_000 + 2_000)) < 1e-6, "√2 µs / √2, plus the scale once")
+        #expect(abs(apart.estimate.errorBoundNs - (1_000 + Self.twoMicrosecondScale)) < 1e-6, "√2 µs / √2, plus the scale once")
         let together = mesh(cHost: "10.0.0.2").resolved(peer: d, at: t)!
         #expect(together.combinedPaths == 2)
         #expect(abs(together.asymmetryFactor - 2.0.squareRoot()) < 1e-9, "one address: as one path")
-        #expect(abs(together.estimate.errorBoundNs - 2.0.squareRoot() * (1_000 + 2_000)) < 1e-6, "one address: the bounds add")
+        #expect(abs(together.estimate.errorBoundNs - 2.0.squareRoot() * (1_000 + Self.twoMicrosecondScale)) < 1e-6, "one address: the bounds add")
     }
 
     @Test("reports about ourselves, from strangers, or over the caps are ignored; old ones expire")
