@@ -113,6 +113,8 @@ public actor Agent: ClientHandler {
     var discoveryState = DiscoveryState.off
     var timer: AgentLoop.Timer?
     var timerDeadline = LocalTime.distantFuture
+    /// When the agent next lets go of pages it no longer uses (``scheduleTrim(after:)``).
+    var trimTimer: AgentLoop.Timer?
     /// The socket is being read: ``rearm(_:)`` waits for the end of it.
     var draining = false
     /// ``stop()`` ran: no timer is set again (its closure would hold the agent).
@@ -222,6 +224,7 @@ public actor Agent: ClientHandler {
         for text in configuration.staticPeers { addStaticPeer(text, now: now) }
         if configuration.mdns { startDiscovery(port: socket.port) }
         step(now)
+        scheduleTrim(after: ResidentPages.firstTrim)
     }
 
     /// Says goodbye to the peers and closes everything.
@@ -232,6 +235,8 @@ public actor Agent: ClientHandler {
         stopped = true
         if let timer { loop.cancel(timer) }
         timer = nil
+        if let trimTimer { loop.cancel(trimTimer) }
+        trimTimer = nil
         discovery?.stop()
         loop.unwatch()
         transport?.stop()
