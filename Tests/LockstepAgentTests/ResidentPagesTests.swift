@@ -76,6 +76,9 @@ import Testing
             Rss: 4 kB
             Rss: 99999999999999999999999 kB
             zz-yy r--p 0 08:01 1 /hex
+            0-ffffffffffffffff r--p 00000000 08:01 9 /lib/all.so
+            Rss: 4 kB
+            Anonymous: 0 kB
             1000-2000 r--p 00000000 08:01 9 /lib/x.so
             Rss: -4 kB
             Anonymous: 0 kB

@@ -69,7 +69,8 @@ enum ResidentPages {
             // the mapping before it, so that its fields are not taken for that one's.
             finish()
             let bounds = first.split(separator: "-")
-            guard fields.count >= 5, bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16), start < end
+            guard fields.count >= 5, bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16),
+                start < end, end - start <= UInt(Int.max)
             else { continue }
             let perms = fields[1]
             let path = fields.count >= 6 ? fields[5] : ""
