@@ -110,6 +110,20 @@ import Testing
         #expect(after < before, "resident \(before) bytes before, \(after) after")
     }
 
+    /// `String(contentsOfFile:)` read 4,043 of this file's 154,875 bytes (one page): the agent
+    /// then let go of its own code only, and kept its libraries' (3.7 MiB).
+    @Test func smapsIsReadToItsEndSoLibrariesMappedAfterTheExecutableAreLetGoOfToo() throws {
+        let text = try #require(ResidentPages.readFile("/proc/self/smaps"))
+        // The vDSO comes after every file mapping; a read that stops early misses it.
+        #expect(text.contains("[vdso]"), "read \(text.utf8.count) bytes without the vDSO's mapping")
+        let libc = text.split(separator: "\n").filter { $0.contains("libc.so") && $0.contains(" r-xp ") }
+        let droppable = ResidentPages.droppable(smaps: text[...])
+        #expect(!libc.isEmpty && libc.allSatisfy { line in
+            let range = line.prefix { $0 != " " }.split(separator: "-").compactMap { UInt($0, radix: 16) }
+            return range.count == 2 && droppable.contains { $0.start == range[0] }
+        }, "libc's code is among the mappings let go of")
+    }
+
     /// This process's resident set, from `/proc/self/statm` (pages).
     static func residentBytes() throws -> Int {
         let fields = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")

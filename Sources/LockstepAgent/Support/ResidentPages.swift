@@ -3,11 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import LockstepCore
 
 /// Lets go of the pages of code and read-only data that the agent mapped while it started and no
@@ -101,7 +96,7 @@ enum ResidentPages {
     /// anonymous memory was 2.6 MiB before and after.)
     static func trim() -> Trimmed {
         #if os(Linux)
-        guard let text = try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8) else { return Trimmed(skipped: "/proc/self/smaps cannot be read") }
+        guard let text = readFile("/proc/self/smaps") else { return Trimmed(skipped: "/proc/self/smaps cannot be read") }
         let size = Int(sysconf(Int32(_SC_PAGESIZE)))
         var done = Trimmed()
         for m in droppable(smaps: text[...]) where size > 0 && m.start % UInt(size) == 0 {
@@ -115,5 +110,24 @@ enum ResidentPages {
         #else
         return Trimmed(skipped: "only on Linux")
         #endif
+    }
+
+    /// The whole of a (procfs) file, read until end of file; nil if it cannot be opened.
+    /// (`String(contentsOfFile:)` is not used: it read `/proc/self/smaps` only in part, so the
+    /// libraries mapped after the executable were never let go of: 15.3 MiB resident after the
+    /// trim instead of 11.6, 2-host lab.)
+    static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
