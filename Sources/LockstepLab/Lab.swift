@@ -148,6 +148,28 @@ public final class Lab: @unchecked Sendable {
         return true
     }
 
+    /// Whether every agent among `hosts` lists every other one as reachable, by peer id (`ids`:
+    /// each host's, from its `status`). Unlike ``allReachable(among:)`` it does not wait for
+    /// names: a peer is reachable once its datagrams are, and its `hello` may come later.
+    public func allReachable(among hosts: [Int], ids: [Int: String]) async throws -> Bool {
+        for h in hosts {
+            let p: PeersResult = try await request(h, "peers")
+            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map(\.peerID))
+            if !hosts.filter({ $0 != h }).allSatisfy({ ids[$0].map(reachable.contains) ?? false }) { return false }
+        }
+        return true
+    }
+
+    /// Each host's peer id, from its agent's `status`.
+    public func peerIDs(of hosts: [Int]) async throws -> [Int: String] {
+        var ids: [Int: String] = [:]
+        for h in hosts {
+            let s: AgentStatus = try await request(h, "status")
+            ids[h] = s.peerID
+        }
+        return ids
+    }
+
     /// How many players (on every peer) the agent on `h` sees ready and not suspended.
     public func readyPlayers(on h: Int) async throws -> Int {
         let p: PlayersResult = try await request(h, "players")
