@@ -88,7 +88,7 @@ struct MpvLabTests {
         var marks: [(String, Int64)] = []
         func mark(_ name: String) { marks.append((name, MonotonicClock.read() - 300 * Nanos.millisecond)) }
 
-        // A start or resume lands where each mpv acts on its unpause. On a loaded 2-core CI machine
+        // A start or resume lands where each mpv acts on its unpause. On a loaded 2-core machine
         // mpv acted on IPC up to 35 ms after the bridge wrote to it (decision to paused position,
         // lockstep-mpv --verbose logs), and the agent closes such an error with ±2 % rate nudges:
         // 0.2 s + error / 0.02, so 2 s for 35 ms. Each in-step mark is therefore 4 s after the
