@@ -140,22 +140,23 @@ public final class Lab: @unchecked Sendable {
 
     /// Whether every agent among `hosts` lists every other one (by its lab name, hN) as reachable.
     public func allReachable(among hosts: [Int]) async throws -> Bool {
-        for h in hosts {
-            let p: PeersResult = try await request(h, "peers")
-            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map(\.name))
-            if !hosts.filter({ $0 != h }).allSatisfy({ reachable.contains("h\($0)") }) { return false }
-        }
-        return true
+        try await everyAgentListsReachable(among: hosts, by: \.name) { "h\($0)" }
     }
 
     /// Whether every agent among `hosts` lists every other one as reachable, by peer id (`ids`:
     /// each host's, from its `status`). Unlike ``allReachable(among:)`` it does not wait for
     /// names: a peer is reachable once its datagrams are, and its `hello` may come later.
     public func allReachable(among hosts: [Int], ids: [Int: String]) async throws -> Bool {
+        try await everyAgentListsReachable(among: hosts, by: \.peerID) { ids[$0] }
+    }
+
+    /// Whether every agent among `hosts` lists, as reachable, a peer whose `key` is `expected(h)`
+    /// for every other host h (nil: not known, so not listed).
+    private func everyAgentListsReachable(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> Bool {
         for h in hosts {
             let p: PeersResult = try await request(h, "peers")
-            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map(\.peerID))
-            if !hosts.filter({ $0 != h }).allSatisfy({ ids[$0].map(reachable.contains) ?? false }) { return false }
+            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map { $0[keyPath: key] })
+            if !hosts.filter({ $0 != h }).allSatisfy({ expected($0).map(reachable.contains) ?? false }) { return false }
         }
         return true
     }
