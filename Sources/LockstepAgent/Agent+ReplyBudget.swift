@@ -10,9 +10,10 @@ extension Agent {
         Envelope.headerBytes + message.encoded().count + Envelope.tagBytes
     }
 
-    /// An authenticated datagram arrived: its bytes are credit for answers to its source.
+    /// An authenticated datagram arrived: its bytes are credit for answers to its source (unless
+    /// that source will still be validated once the datagram is handled).
     func credit(_ d: PeerTransport.Inbound, now: LocalTime) {
-        guard !node.isValidated(d.source, now: now) else { return }
+        guard !node.isValidated(d.source, now: now, onceHeard: true) else { return }
         replyBudget.onReceived(bytes: Self.sealedSize(d.message), from: d.source, now: now)
     }
 

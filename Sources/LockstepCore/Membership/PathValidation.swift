@@ -99,10 +99,13 @@ public struct PathValidation: Sendable {
     /// configured endpoint whose peer is not known yet; or another member's introduction of a
     /// peer never heard (`peer_addresses`), which is only ever probed, for a few seconds
     /// (``StrangerBudget/introducedProbesFor``), as a stranger DNS-SD names is.
-    public static func isVouched(_ endpoint: Endpoint, by membership: Membership) -> Bool {
+    ///
+    /// `onceHeard`: whether it will still vouch once a datagram from `endpoint` is handled. An
+    /// introduction vouches only until its peer is first heard, so it does not count then.
+    public static func isVouched(_ endpoint: Endpoint, by membership: Membership, onceHeard: Bool = false) -> Bool {
         if membership.unidentified[endpoint] != nil { return true }
         return membership.peers.values.contains { p in
-            p.paths.contains { $0.endpoint == endpoint && ($0.source != .learned || Membership.onlyIntroduced(p)) }
+            p.paths.contains { $0.endpoint == endpoint && ($0.source != .learned || (!onceHeard && Membership.onlyIntroduced(p))) }
         }
     }
 }

@@ -95,7 +95,11 @@ public struct Node: Sendable {
         var out = route(membership.onHeard(sender, incarnation: incarnation, proven: proven, from: source, now: now), now: now)
         switch message {
         case .clockRequest(let exchange, let t1):
-            out += run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
+            // The reply goes before what meeting the peer brings (a digest, our own clock
+            // request): to an address not validated yet the shell sends only a few times what
+            // came from it, and the echo validates our address at the peer.
+            let reply = run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
+            if out.isEmpty { out = reply } else { out.insert(contentsOf: reply, at: 0) }
         case .clockReply(let exchange, let echo, let t2, let t3):
             let challenged = paths.isValidated(source, now: receivedAt)
             // The sender's address answered our challenge for the first time: until now what went
@@ -344,8 +348,15 @@ public struct Node: Sendable {
 
     /// Whether `endpoint` is known to be where a peer is: discovery gave it, or it answered a
     /// clock request sent to it. What goes elsewhere is kept within a ``ReplyBudget``.
-    public func isValidated(_ endpoint: Endpoint, now: LocalTime) -> Bool {
-        paths.isValidated(endpoint, now: now) || PathValidation.isVouched(endpoint, by: membership)
+    ///
+    /// `onceHeard`: whether it will still be once a datagram from it is handled, which is what
+    /// decides whether that datagram earns credit in the budget. An address vouched for only by
+    /// a member's introduction is not: the datagram that makes its peer heard ends the vouching,
+    /// and the answers to that very datagram (our hello, the reply to its probe) are then held
+    /// to the budget. Uncredited, two introduced peers whose probes crossed refused each other
+    /// everything until DNS-SD resolved one of them, seconds later.
+    public func isValidated(_ endpoint: Endpoint, now: LocalTime, onceHeard: Bool = false) -> Bool {
+        paths.isValidated(endpoint, now: now) || PathValidation.isVouched(endpoint, by: membership, onceHeard: onceHeard)
     }
 
     /// The group's timelines on this node's clock.
