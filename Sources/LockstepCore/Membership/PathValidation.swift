@@ -33,6 +33,9 @@ public struct PathValidation: Sendable {
     public private(set) var validated: [Endpoint: LocalTime] = [:]
     /// When ``dueRevalidations(of:isVouched:now:)`` last looked.
     public private(set) var revalidationsCheckedAt: LocalTime?
+    /// Addresses something waits on, and when ``shouldChallenge(_:every:now:)`` last said to
+    /// challenge each.
+    public private(set) var awaited: [Endpoint: LocalTime] = [:]
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -63,6 +66,23 @@ public struct PathValidation: Sendable {
             validated[oldest] = nil
         }
         validated[endpoint] = now
+        awaited[endpoint] = nil
+        return true
+    }
+
+    /// Whether to challenge `endpoint` now because something is held back until it is validated
+    /// (the group's addresses a peer is owed): at once, then at most every `interval` while it
+    /// is not. Clock requests challenge as a side effect, but above 9 devices they go only to the
+    /// peers measured, and otherwise such an address would wait for ``dueRevalidations(of:isVouched:now:)``,
+    /// looked for only every 30 s. Records the answer; at most ``Configuration/maxChallenged``
+    /// addresses are remembered (the oldest give way).
+    public mutating func shouldChallenge(_ endpoint: Endpoint, every interval: TimeSpan, now: LocalTime) -> Bool {
+        if let last = awaited[endpoint], now >= last, now - last < interval { return false }
+        if awaited[endpoint] == nil, awaited.count >= configuration.maxChallenged,
+            let oldest = awaited.min(by: { $0.value < $1.value })?.key {
+            awaited[oldest] = nil
+        }
+        awaited[endpoint] = now
         return true
     }
 

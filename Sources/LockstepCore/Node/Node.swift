@@ -439,7 +439,11 @@ public struct Node: Sendable {
                 membership.onAddressesSent(to: peer)
                 continue
             }
-            guard isValidated(to, now: now) else { continue }
+            guard isValidated(to, now: now) else {
+                // Held until the address answers a challenge: ask it now, and again each second.
+                if paths.shouldChallenge(to, every: .seconds(1), now: now) { out.append(.sendClockRequest(exchange: 0, to: to)) }
+                continue
+            }
             membership.onAddressesSent(to: peer)
             out += peerAddresses(for: peer, at: to)
         }

@@ -46,6 +46,23 @@ struct PeerAddressesNodeTests {
         #expect(Self.told(n.onTick(now: Self.t0 + .seconds(1))) == nil, "told once")
     }
 
+    @Test("a peer owed the group's addresses at an unvalidated address is challenged at once and each second after, not on every datagram; its answer gets it told")
+    func owedPeerChallenged() {
+        var (n, met) = Self.nodeMeetingBob()
+        let probe = NodeDirective.sendClockRequest(exchange: 0, to: Self.bobPath)
+        #expect(met.filter { $0 == probe }.count == 1, "challenged at once, without waiting for a clock exchange (above 9 devices bob may not be measured)")
+        let again = n.onMessage(.hello(name: "bob", wantsReply: false), from: Self.bob, incarnation: 7, source: Self.bobPath, receivedAt: Self.t0 + .milliseconds(500), now: Self.t0 + .milliseconds(500))
+        #expect(!again.contains(probe), "not again within a second")
+        let later = n.onTick(now: Self.t0 + .milliseconds(1_001))
+        #expect(later.contains(probe), "again after a second without an answer")
+        n.onClockRequestSent(exchange: 0, to: Self.bobPath, t1: Self.t0 + .milliseconds(1_001))
+        let answered = n.onMessage(
+            .clockReply(exchange: 0, echo: (Self.t0 + .milliseconds(1_001)).ns, t2: PeerTime(ns: 1), t3: PeerTime(ns: 2)), from: Self.bob, incarnation: 7,
+            source: Self.bobPath, receivedAt: Self.t0 + .milliseconds(1_002), now: Self.t0 + .milliseconds(1_002))
+        #expect(Self.told(answered) == [PeerAddress(peer: Self.carol, endpoint: Self.carolPath)])
+        #expect(!n.onTick(now: Self.t0 + .seconds(3)).contains(probe), "validated: no more challenges")
+    }
+
     @Test("from a peer not on this host, a loopback address is not believed; a usable one is probed at once")
     func loopbackOnlyFromLoopback() {
         var (n, _) = Self.nodeMeetingBob()
