@@ -140,25 +140,35 @@ public final class Lab: @unchecked Sendable {
 
     /// Whether every agent among `hosts` lists every other one (by its lab name, hN) as reachable.
     public func allReachable(among hosts: [Int]) async throws -> Bool {
-        try await everyAgentListsReachable(among: hosts, by: \.name) { "h\($0)" }
+        try await everyAgentListsReachable(among: hosts, by: \.name) { "h\($0)" } != nil
     }
 
-    /// Whether every agent among `hosts` lists every other one as reachable, by peer id (`ids`:
-    /// each host's, from its `status`). Unlike ``allReachable(among:)`` it does not wait for
-    /// names: a peer is reachable once its datagrams are, and its `hello` may come later.
-    public func allReachable(among hosts: [Int], ids: [Int: String]) async throws -> Bool {
+    /// If every agent among `hosts` lists every other one as reachable, by peer id (`ids`: each
+    /// host's, from its `status`), when the last of those pairs became so; nil if one does not
+    /// yet. Unlike ``allReachable(among:)`` it does not wait for names: a peer is reachable once
+    /// its datagrams are, and its `hello` may come later. The instant is each agent's own record
+    /// (its peer's `state_age_ns`, taken from when the answer arrived, so never earlier than the
+    /// truth), not when a poll saw it: on a machine busy with a group forming, one look at every
+    /// agent takes a good part of a second.
+    public func allReachableSince(among hosts: [Int], ids: [Int: String]) async throws -> Date? {
         try await everyAgentListsReachable(among: hosts, by: \.peerID) { ids[$0] }
     }
 
-    /// Whether every agent among `hosts` lists, as reachable, a peer whose `key` is `expected(h)`
-    /// for every other host h (nil: not known, so not listed).
-    private func everyAgentListsReachable(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> Bool {
+    /// If every agent among `hosts` lists, as reachable, a peer whose `key` is `expected(h)` for
+    /// every other host h (nil: not known, so not listed), the latest instant one of those became
+    /// reachable (see ``allReachableSince(among:ids:)``); otherwise nil.
+    private func everyAgentListsReachable(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> Date? {
+        var latest = Date.distantPast
         for h in hosts {
             let p: PeersResult = try await request(h, "peers")
-            let reachable = Set(p.peers.filter { $0.state == "reachable" }.map { $0[keyPath: key] })
-            if !hosts.filter({ $0 != h }).allSatisfy({ expected($0).map(reachable.contains) ?? false }) { return false }
+            let answered = Date()
+            let reachable = Dictionary(p.peers.filter { $0.state == "reachable" }.map { ($0[keyPath: key], $0.stateAgeNs) }, uniquingKeysWith: min)
+            for other in hosts where other != h {
+                guard let k = expected(other), let age = reachable[k] else { return nil }
+                latest = max(latest, answered.addingTimeInterval(-Double(max(0, age)) / 1e9))
+            }
         }
-        return true
+        return latest
     }
 
     /// Each host's peer id, from its agent's `status`.

@@ -57,7 +57,7 @@ struct ScaleBench: AsyncParsableCommand {
             "truth": "one kernel clock, no simulated clocks: the reported offset is the error",
             "machine": "\(ProcessInfo.processInfo.activeProcessorCount) cores, shared with whatever else runs",
             "plays": String(plays),
-            "all_reachable": "from the last agent's start until every agent lists every other one as reachable, by peer id; all named: until every agent lists every other one by its name (hN), which comes with the peer's hello",
+            "all_reachable": "from the last agent's start until every agent lists every other one as reachable, by peer id, at the instant the last pair became so by the agents' own record (state_age_ns, dated when the answer arrived); all named: until a poll (every 0.2 s, each agent asked in turn) saw every agent list every other one by its name (hN), which comes with the peer's hello",
             "discovery_cpu": "from the first agent's start until all are reachable: the CPU every avahi-daemon used and every agent used, each as a share of all the machine's cores (100 % = the whole machine)",
             "start_spread": "per play: max − min of the instants at which the reference players start (their logs, CLOCK_MONOTONIC shared by all hosts); each player lands within ±100 µs of the instant it is told (its modelled jitter), and one told too late for its 20 ms start latency starts late (late starts: more than 0.2 ms after the play's instant, of all players' starts)",
             "command_reach": "per command (play, seek, pause, each at the next host): from just before the bench sends it to one agent until the last reference player has received the timeline it set (the player's log; the agents' replication and each agent's delivery to its player)",
@@ -90,8 +90,12 @@ struct ScaleBench: AsyncParsableCommand {
             ids = (try? await lab.peerIDs(of: all)) ?? [:]
             return ids.count == n
         }
-        let reachable = await waitUntil(timeout: 60, interval: 0.2) { (try? await lab.allReachable(among: all, ids: ids)) ?? false } ?? .infinity
-        let reachableAfter = reachable.isFinite ? Date().timeIntervalSince(lastStart) : .infinity
+        var reachableSince: Date?
+        _ = await waitUntil(timeout: 60, interval: 0.2) {
+            reachableSince = try? await lab.allReachableSince(among: all, ids: ids)
+            return reachableSince != nil
+        }
+        let reachableAfter = reachableSince.map { max(0, $0.timeIntervalSince(lastStart)) } ?? .infinity
         // What the machine spent while the agents found each other: every avahi-daemon's CPU
         // and every agent's (from its start), as shares of all the machine's cores.
         let discoveryCapacity = Date().timeIntervalSince(firstStart) * Double(ProcessInfo.processInfo.activeProcessorCount)
