@@ -44,10 +44,7 @@ public struct PathValidation: Sendable {
     /// A clock request (or probe) carrying `t1` went to `endpoint`.
     public mutating func onChallengeSent(to endpoint: Endpoint, t1: LocalTime) {
         var entry = challenges[endpoint] ?? (t1s: [], at: t1)
-        if challenges[endpoint] == nil, challenges.count >= configuration.maxChallenged,
-            let oldest = challenges.min(by: { $0.value.at < $1.value.at })?.key {
-            challenges[oldest] = nil
-        }
+        Self.makeRoom(for: endpoint, in: &challenges, limit: configuration.maxChallenged) { $0.at }
         entry.t1s.append(t1.ns)
         if entry.t1s.count > configuration.challengesPerAddress { entry.t1s.removeFirst(entry.t1s.count - configuration.challengesPerAddress) }
         entry.at = t1
@@ -61,10 +58,7 @@ public struct PathValidation: Sendable {
         guard var entry = challenges[endpoint], let i = entry.t1s.firstIndex(of: echo) else { return false }
         entry.t1s.remove(at: i)
         challenges[endpoint] = entry.t1s.isEmpty ? nil : entry
-        if validated[endpoint] == nil, validated.count >= configuration.maxValidated,
-            let oldest = validated.min(by: { $0.value < $1.value })?.key {
-            validated[oldest] = nil
-        }
+        Self.makeRoom(for: endpoint, in: &validated, limit: configuration.maxValidated) { $0 }
         validated[endpoint] = now
         awaited[endpoint] = nil
         return true
@@ -78,12 +72,16 @@ public struct PathValidation: Sendable {
     /// addresses are remembered (the oldest give way).
     public mutating func shouldChallenge(_ endpoint: Endpoint, every interval: TimeSpan, now: LocalTime) -> Bool {
         if let last = awaited[endpoint], now >= last, now - last < interval { return false }
-        if awaited[endpoint] == nil, awaited.count >= configuration.maxChallenged,
-            let oldest = awaited.min(by: { $0.value < $1.value })?.key {
-            awaited[oldest] = nil
-        }
+        Self.makeRoom(for: endpoint, in: &awaited, limit: configuration.maxChallenged) { $0 }
         awaited[endpoint] = now
         return true
+    }
+
+    /// Keeps `table` within `limit` entries when `endpoint` is about to be added: if it is new
+    /// and the table is full, the entry with the earliest `time` gives way.
+    private static func makeRoom<Value>(for endpoint: Endpoint, in table: inout [Endpoint: Value], limit: Int, time: (Value) -> LocalTime) {
+        guard table[endpoint] == nil, table.count >= limit, let oldest = table.min(by: { time($0.value) < time($1.value) })?.key else { return }
+        table[oldest] = nil
     }
 
     /// Whether `endpoint` answered a challenge within ``Configuration/validFor``.
