@@ -303,6 +303,26 @@ import CLockstepPosix
         #expect(t.waiting.isEmpty)
     }
 
+    @Test("the resolve slots start at the initial limit, grow by one per ref avahi opened fast up to the bound, and halve (not below the initial limit) when it was slow")
+    func slotsFollowHowFastAvahiAnswers() {
+        var t = DNSSDTracker(maxServices: 6, initialLimit: 2)
+        let keys = (0..<8).map { DNSSDServiceKey(name: "peer\($0)", interfaceIndex: Self.eth0) }
+        for key in keys { _ = t.onBrowse(added: true, name: key.name, interfaceIndex: key.interfaceIndex) }
+        #expect(t.activeCount == 2 && t.waiting.count == 6)
+        #expect(t.onRefOpened(slow: false) == [.startResolve(keys[2])], "a fast ref: one more slot, taken at once")
+        for _ in 0..<10 { _ = t.onRefOpened(slow: false) }
+        #expect(t.limit == 6 && t.activeCount == 6, "never past the bound")
+        #expect(t.onRefOpened(slow: true) == [])
+        #expect(t.limit == 3 && t.activeCount == 6, "a slow one halves the limit; those holding a slot keep it")
+        _ = t.onRefOpened(slow: true)
+        #expect(t.limit == 2)
+        // A slot given up is not refilled while more than the limit hold one.
+        #expect(t.onBrowse(added: false, name: keys[0].name, interfaceIndex: Self.eth0) == [.stopResolve(keys[0])])
+        #expect(t.activeCount == 5)
+        // The tracker's own default: no adaptation below the bound.
+        #expect(DNSSDTracker(maxServices: 24).limit == 24)
+    }
+
     @Test func aWaitingInstanceThatGoesAwayIsForgotten() {
         var t = makeTracker(maxServices: 1)
         _ = t.onBrowse(added: true, name: "alpha", interfaceIndex: Self.eth0)

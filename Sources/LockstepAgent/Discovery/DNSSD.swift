@@ -77,8 +77,9 @@ public enum DiscoveryEvent: Sendable, Hashable {
 /// so TXT and address changes are reported, until the instance's peer is reachable
 /// (``settle(_:)``): then they are closed, and opened again when the browse reports the
 /// instance again, when it is withdrawn and comes back, or when its peer is lost or restarts
-/// (``refresh(_:)``). At most `maxTrackedServices` instances are resolved at once, the others
-/// wait for a free slot (see ``DNSSDTracker``, which also states the bound on open refs).
+/// (``refresh(_:)``). At most `maxTrackedServices` instances are resolved at once, and fewer
+/// while avahi is slow to open lookups; the others wait for a free slot (see ``DNSSDTracker``,
+/// which also states the bound on open refs).
 ///
 /// Our own service is reported too, like any other, typically twice: on `lo` (127.0.0.1,
 /// ::1) and on each LAN interface. It is deliberately not filtered here: the caller knows its
@@ -105,6 +106,10 @@ public final class DNSSDDiscovery: Sendable {
     public let serviceType: String
     private let logger: Logger
     private let maxTrackedServices: Int
+    private let initialTrackedServices: Int
+    /// How long opening a `DNSServiceRef` may take before avahi counts as busy (a ref opens in
+    /// 10–60 ms on an idle lab host, and 0.3–10 s while 32 hosts' daemons are saturated).
+    public static let slowRef: Duration = .milliseconds(100)
     private let retryInterval: Duration
     private let control = Mutex(Control.idle)
 
@@ -116,18 +121,26 @@ public final class DNSSDDiscovery: Sendable {
 
     /// - Parameters:
     ///   - serviceType: the DNS-SD service type, `_name._udp`.
-    ///   - maxTrackedServices: how many (instance, interface) pairs are resolved at once. Each
+    ///   - maxTrackedServices: the most (instance, interface) pairs resolved at once. Each
     ///     costs three `DNSServiceRef`s at most, and in avahi's compat layer each ref is a
     ///     thread and a D-Bus connection (the system bus allows 256 per user by default).
+    ///   - initialTrackedServices: how many are resolved at once at first, and at least.
+    ///     Opening a ref is a blocking round trip to avahi-daemon on this thread, so the loop
+    ///     times each: one opened within ``slowRef`` adds a slot (up to `maxTrackedServices`),
+    ///     a slower one halves them. With many devices starting together the daemons saturate,
+    ///     and each ref opened early delays the answers of the others (docs/scale.md,
+    ///     eighteenth step); an idle daemon answers in milliseconds and soon gets every slot.
     ///   - retryInterval: the wait between attempts to reach avahi.
     ///   - clock: the time the loop's retries and coalescing are measured on.
     private let clock: any HostClock
 
     public init(
         serviceType: String = "_lockstep._udp", logger: Logger, maxTrackedServices: Int = 24,
-        retryInterval: Duration = .seconds(2), clock: any HostClock = MonotonicClock()
+        initialTrackedServices: Int = 4, retryInterval: Duration = .seconds(2), clock: any HostClock = MonotonicClock()
     ) {
         precondition(maxTrackedServices > 0, "maxTrackedServices must be positive")
+        precondition(initialTrackedServices > 0, "initialTrackedServices must be positive")
+        self.initialTrackedServices = min(initialTrackedServices, maxTrackedServices)
         self.clock = clock
         self.serviceType = serviceType
         self.logger = logger
@@ -157,7 +170,8 @@ public final class DNSSDDiscovery: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: DiscoveryEvent.self, bufferingPolicy: .unbounded)
         let configuration = DNSSDEventLoop.Configuration(
             serviceType: serviceType, instanceName: Self.truncated(instanceName), port: port,
-            maxServices: maxTrackedServices, retryInterval: retryInterval)
+            maxServices: maxTrackedServices, initialServices: initialTrackedServices, slowRef: Self.slowRef,
+            retryInterval: retryInterval)
         let logger = self.logger
         let clock = self.clock
         control.withLock { control in

@@ -25,6 +25,10 @@ final class DNSSDEventLoop {
         var instanceName: String
         var port: UInt16
         var maxServices: Int
+        /// Slots at first and at least (``DNSSDTracker/onRefOpened(slow:)``).
+        var initialServices: Int
+        /// Opening a ref that takes longer counts as slow.
+        var slowRef: Duration
         var retryInterval: Duration
         /// How long changes are collected before `serviceUpdated` events go out.
         var coalescing: Duration = .milliseconds(50)
@@ -69,7 +73,7 @@ final class DNSSDEventLoop {
         self.mailbox = mailbox
         self.continuation = continuation
         self.logger = logger
-        self.tracker = DNSSDTracker(maxServices: configuration.maxServices)
+        self.tracker = DNSSDTracker(maxServices: configuration.maxServices, initialLimit: configuration.initialServices)
         _ = tracker.onOwnTXT(TXTRecord.decode(txt))
     }
 
@@ -328,10 +332,12 @@ final class DNSSDEventLoop {
             switch directive {
             case .startResolve(let key):
                 do {
+                    let start = clock.now()
                     resolvers[key] = try DNSSDServiceRef.resolve(
                         name: key.name, type: configuration.serviceType, domain: configuration.domain,
                         interfaceIndex: key.interfaceIndex
                     ) { [unowned self] reply in onResolveReply(key, reply) }
+                    opened(refs: 1, since: start)
                 } catch {
                     lostReason = "cannot resolve \(key) (DNSServiceResolve: \(error))"
                 }
@@ -339,6 +345,7 @@ final class DNSSDEventLoop {
                 resolvers.removeValue(forKey: key)?.cancel()
             case .startAddressQueries(let host):
                 do {
+                    let start = clock.now()
                     var refs: [DNSSDServiceRef] = []
                     for rrtype in [kDNSServiceType_A, kDNSServiceType_AAAA] {
                         refs.append(
@@ -347,6 +354,7 @@ final class DNSSDEventLoop {
                             ) { [unowned self] reply in onAddressReply(host, reply) })
                     }
                     addressQueries[host] = refs
+                    opened(refs: refs.count, since: start)
                 } catch {
                     lostReason = "cannot query \(host) (DNSServiceQueryRecord: \(error))"
                 }
@@ -357,6 +365,13 @@ final class DNSSDEventLoop {
                 continuation.yield(event)
             }
         }
+    }
+
+    /// Tells the tracker how fast avahi opened `refs` refs, started at `start` (it adapts the
+    /// number of resolve slots to it).
+    private func opened(refs: Int, since start: Int64) {
+        let each = (clock.now() - start) / Int64(max(1, refs))
+        pending += tracker.onRefOpened(slow: each > Self.nanoseconds(configuration.slowRef))
     }
 
     private func log(_ event: DiscoveryEvent) {

@@ -38,8 +38,10 @@ struct DNSSDHostKey: Hashable, Sendable, CustomStringConvertible {
 ///   the TXT record changes (e.g. after a host rename or ``DNSSDDiscovery/updateTXT(_:)``).
 /// - Address queries are shared by every instance that names the same host on the same
 ///   interface, and stopped when the last one goes.
-/// - At most `maxServices` instances are resolved at once (each costs avahi's compat layer a
-///   thread and a D-Bus connection per `DNSServiceRef`); later ones wait, first come first
+/// - At most ``limit`` instances are resolved at once (each costs avahi's compat layer a
+///   thread and a D-Bus connection per `DNSServiceRef`), never more than `maxServices`: the
+///   limit rises while avahi opens refs fast and halves when it is slow
+///   (``onRefOpened(slow:)``); later ones wait, first come first
 ///   served, and start when an instance goes away, or when one turns out to belong to another
 ///   group or protocol version (its TXT record): that one is *parked* until our own TXT changes
 ///   (``onOwnTXT(_:)``); and while instances wait, the slots are time-shared (``rotate()``),
@@ -126,9 +128,39 @@ struct DNSSDTracker {
     /// go dormant. Kept across ``reset()``: it is the agent's knowledge, not avahi's.
     private(set) var settled: Set<DNSSDServiceKey> = []
 
-    init(maxServices: Int) {
+    /// How many instances may hold a resolve slot now: between ``minLimit`` and ``maxServices``,
+    /// following how fast avahi answers (``onRefOpened(slow:)``).
+    private(set) var limit: Int
+    /// The fewest slots the limit falls to.
+    let minLimit: Int
+
+    /// - Parameters:
+    ///   - maxServices: the most instances ever resolved at once (the bound below).
+    ///   - initialLimit: how many at first (default `maxServices`): the shell starts low and
+    ///     lets ``onRefOpened(slow:)`` raise it while avahi answers fast; it is also the
+    ///     fewest the limit falls back to.
+    init(maxServices: Int, initialLimit: Int? = nil) {
         precondition(maxServices > 0)
         self.maxServices = maxServices
+        self.minLimit = max(1, min(initialLimit ?? maxServices, maxServices))
+        self.limit = minLimit
+    }
+
+    /// The shell opened a `DNSServiceRef`; `slow` if that took avahi long (the shell's
+    /// threshold). Opening one is a blocking round trip to avahi-daemon, so how long it takes
+    /// says how busy the daemon is: a fast one raises the limit by one (waiting instances get
+    /// the new slot now), a slow one halves it (down to ``minLimit``; instances holding a slot
+    /// keep it until they give it up as usual). Many devices starting together saturate the
+    /// daemons, and then every ref opened early delays the answers of the others; an idle
+    /// daemon answers in milliseconds and gets every slot.
+    mutating func onRefOpened(slow: Bool) -> [Directive] {
+        if slow {
+            limit = max(minLimit, limit / 2)
+            return []
+        }
+        guard limit < maxServices else { return [] }
+        limit += 1
+        return fillSlots()
     }
 
     var activeCount: Int { services.values.count { $0.active } }
@@ -147,7 +179,7 @@ struct DNSSDTracker {
                 return wake(key)
             }
             services[key] = Service(browseCount: 1, active: false)
-            if activeCount < maxServices { return [activate(key)] }
+            if activeCount < limit { return [activate(key)] }
             waiting.append(key)
             return []
         }
@@ -290,7 +322,7 @@ struct DNSSDTracker {
         var directives: [Directive] = []
         for key in services.keys.sorted() where services[key]!.parked {
             services[key]!.parked = false
-            if activeCount < maxServices {
+            if activeCount < limit {
                 directives.append(activate(key))
             } else {
                 waiting.append(key)
@@ -320,11 +352,17 @@ struct DNSSDTracker {
             dirty.remove(key)
             waiting.append(key)
         }
-        while activeCount < maxServices, !waiting.isEmpty { directives.append(activate(waiting.removeFirst())) }
-        return directives
+        return directives + fillSlots()
     }
 
     // MARK: Helpers
+
+    /// Gives the free slots, up to ``limit``, to the longest waiting instances.
+    private mutating func fillSlots() -> [Directive] {
+        var directives: [Directive] = []
+        while activeCount < limit, !waiting.isEmpty { directives.append(activate(waiting.removeFirst())) }
+        return directives
+    }
 
     private mutating func activate(_ key: DNSSDServiceKey) -> Directive {
         services[key]!.active = true
@@ -342,7 +380,7 @@ struct DNSSDTracker {
         services[key]!.dormant = true
         services[key]!.resolved = nil
         dirty.remove(key)
-        if !waiting.isEmpty { directives.append(activate(waiting.removeFirst())) }
+        if !waiting.isEmpty, activeCount < limit { directives.append(activate(waiting.removeFirst())) }
         return directives
     }
 
@@ -350,7 +388,7 @@ struct DNSSDTracker {
     private mutating func wake(_ key: DNSSDServiceKey) -> [Directive] {
         guard services[key]?.dormant == true else { return [] }
         services[key]!.dormant = false
-        if activeCount < maxServices { return [activate(key)] }
+        if activeCount < limit { return [activate(key)] }
         waiting.append(key)
         return []
     }
@@ -370,7 +408,7 @@ struct DNSSDTracker {
         service.lastEmitted = nil
         services[key] = service
         dirty.remove(key)
-        if !waiting.isEmpty {
+        if !waiting.isEmpty, activeCount < limit {
             directives.append(activate(waiting.removeFirst()))
         }
         return directives
@@ -389,7 +427,7 @@ struct DNSSDTracker {
         if service.lastEmitted != nil {
             directives.append(.emit(.serviceRemoved(instanceName: key.name, interfaceIndex: key.interfaceIndex)))
         }
-        if service.active, !waiting.isEmpty {
+        if service.active, !waiting.isEmpty, activeCount < limit {
             directives.append(activate(waiting.removeFirst()))
         }
         return directives
