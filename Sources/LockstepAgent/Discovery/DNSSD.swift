@@ -140,7 +140,7 @@ public final class DNSSDDiscovery: Sendable {
     ) {
         precondition(maxTrackedServices > 0, "maxTrackedServices must be positive")
         precondition(initialTrackedServices > 0, "initialTrackedServices must be positive")
-        self.initialTrackedServices = min(initialTrackedServices, maxTrackedServices)
+        self.initialTrackedServices = initialTrackedServices  // the tracker keeps it within the bound
         self.clock = clock
         self.serviceType = serviceType
         self.logger = logger

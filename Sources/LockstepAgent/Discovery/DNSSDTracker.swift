@@ -357,7 +357,8 @@ struct DNSSDTracker {
 
     // MARK: Helpers
 
-    /// Gives the free slots, up to ``limit``, to the longest waiting instances.
+    /// Gives the free slots, up to ``limit``, to the longest waiting instances. (Instances wait
+    /// only while the slots are full, so after one is given up this starts at most one.)
     private mutating func fillSlots() -> [Directive] {
         var directives: [Directive] = []
         while activeCount < limit, !waiting.isEmpty { directives.append(activate(waiting.removeFirst())) }
@@ -380,8 +381,7 @@ struct DNSSDTracker {
         services[key]!.dormant = true
         services[key]!.resolved = nil
         dirty.remove(key)
-        if !waiting.isEmpty, activeCount < limit { directives.append(activate(waiting.removeFirst())) }
-        return directives
+        return directives + fillSlots()
     }
 
     /// Resolves `key` again if it is dormant (at once if a slot is free, else in turn).
@@ -408,10 +408,7 @@ struct DNSSDTracker {
         service.lastEmitted = nil
         services[key] = service
         dirty.remove(key)
-        if !waiting.isEmpty, activeCount < limit {
-            directives.append(activate(waiting.removeFirst()))
-        }
-        return directives
+        return directives + fillSlots()
     }
 
     private mutating func remove(_ key: DNSSDServiceKey) -> [Directive] {
@@ -427,10 +424,7 @@ struct DNSSDTracker {
         if service.lastEmitted != nil {
             directives.append(.emit(.serviceRemoved(instanceName: key.name, interfaceIndex: key.interfaceIndex)))
         }
-        if service.active, !waiting.isEmpty, activeCount < limit {
-            directives.append(activate(waiting.removeFirst()))
-        }
-        return directives
+        return directives + fillSlots()
     }
 
     private mutating func acquire(_ host: DNSSDHostKey, by key: DNSSDServiceKey) -> [Directive] {
