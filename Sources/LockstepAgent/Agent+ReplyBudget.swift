@@ -13,13 +13,13 @@ extension Agent {
     /// An authenticated datagram arrived: its bytes are credit for answers to its source (unless
     /// that source will still be validated once the datagram is handled).
     func credit(_ d: PeerTransport.Inbound, now: LocalTime) {
-        guard !node.isValidated(d.source, now: now, onceHeard: true) else { return }
+        guard !inPlace(&node, { $0.isValidated(d.source, now: now, onceHeard: true) }) else { return }
         replyBudget.onReceived(bytes: Self.sealedSize(d.message), from: d.source, now: now)
     }
 
     /// Whether `message` may go to `endpoint` now (charging an unvalidated address's budget).
     func mayTransmit(_ message: PeerMessage, to endpoint: Endpoint, now: LocalTime) -> Bool {
-        guard !node.isValidated(endpoint, now: now) else { return true }
+        guard !inPlace(&node, { $0.isValidated(endpoint, now: now) }) else { return true }
         guard let refusal = replyBudget.spend(bytes: Self.sealedSize(message), to: endpoint, now: now) else { return true }
         transport?.drop(refusal.rawValue, "held back a datagram to an address that has not shown it is a peer's", from: endpoint)
         return false

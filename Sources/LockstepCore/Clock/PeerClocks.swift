@@ -276,13 +276,17 @@ public struct PeerClocks: Sendable {
     /// the requester gets that time in a follow-up.
     public mutating func onReplyTransmitted(exchange: UInt32, echo: Int64, to destination: Endpoint, at sentAt: LocalTime) -> [Directive] {
         guard exchange != 0 else { return [] }
+        // Found first, then changed: changing `links` while iterating it copied the whole
+        // dictionary (every link's estimator) on each reply.
+        var found: (peer: PeerID, index: Int)?
         for (peer, link) in links {
             guard let i = link.answered.firstIndex(where: { $0.exchange == exchange && $0.echo == echo && $0.t3 == nil }),
                 sentAt >= link.answered[i].t2
             else { continue }
-            links[peer]?.answered[i].t3 = sentAt
+            found = (peer, i)
             break
         }
+        if let found { links[found.peer]?.answered[found.index].t3 = sentAt }
         return [.sendFollowUp(exchange: exchange, echo: echo, t3: sentAt, to: destination)]
     }
 
