@@ -112,9 +112,33 @@ extension Agent {
         for peer in node.membership.peers.values where peer.state == .reachable && now - peer.since >= Self.settleAfter {
             settled.formUnion(peer.sightings.keys)
         }
+        let spared = Self.sparedInstanceNames(peers: node.membership.peers.values, measured: node.clocks.measured, ownName: identity.name)
+        if spared != sparedNames {
+            sparedNames = spared
+            discovery.spare(spared)
+        }
         guard settled != settledInstances else { return }
         settledInstances = settled
         discovery.settle(settled)
+    }
+
+    /// The names of instances discovery need not resolve: those of peers this agent reaches
+    /// through others' introductions (heard, with a name from their hello) and does not measure.
+    /// A peer it measures needs DNS-SD's word for its clock reports to count (the Sybil rule of
+    /// `MeshClock`), so it is resolved as before; so is every peer in a group of up to 9, where
+    /// all are measured. A name that two known devices (or this one) carry is resolved too: the
+    /// instance could be either's. So, of a large group started together, an agent resolves its
+    /// neighbours in the clock grid and the instances it reached no other way, not every one.
+    nonisolated static func sparedInstanceNames(peers: some Collection<Membership.Peer>, measured: Set<PeerID>, ownName: String) -> Set<String> {
+        var carriers: [String: Int] = [ownName: 1]
+        for peer in peers { carriers[peer.name, default: 0] += 1 }
+        var names = Set<String>()
+        for peer in peers where peer.state == .reachable && peer.sightings.isEmpty && peer.lastHeard != nil
+            && peer.name != peer.id.short && carriers[peer.name] == 1 && !measured.contains(peer.id)
+        {
+            names.insert(peer.name)
+        }
+        return names
     }
 
     /// A peer restarted: its instances are resolved again (its port may have changed).

@@ -103,6 +103,8 @@ public actor Agent: ClientHandler {
     var ownInstances: Set<Membership.Sighting> = []
     /// What ``settleDiscovery(now:)`` last told discovery, and when it last looked.
     var settledInstances: Set<Membership.Sighting> = []
+    /// The instance names last given to discovery not to resolve (``sparedInstanceNames(peers:measured:ownName:)``).
+    var sparedNames: Set<String> = []
     var settleCheckedAt: LocalTime?
     /// Configured peers' endpoints (`--peer`), also where a joining agent tries its code.
     var staticEndpoints: [Endpoint] = []

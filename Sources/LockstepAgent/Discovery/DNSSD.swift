@@ -246,6 +246,14 @@ public final class DNSSDDiscovery: Sendable {
         send(.refresh(Self.keys(instances)))
     }
 
+    /// Names of instances not to resolve, all of them (each call replaces the last set): those
+    /// of peers the agent reaches without DNS-SD and does not need it for. An instance so named
+    /// that was never reported is not resolved while its name stays in the set (see
+    /// ``DNSSDTracker/onSpared(_:)``). Names are cut as instance names are. Ignored unless started.
+    public func spare(_ names: Set<String>) {
+        send(.spare(Set(names.map(Self.truncated))))
+    }
+
     private static func keys(_ instances: Set<Membership.Sighting>) -> Set<DNSSDServiceKey> {
         Set(instances.map { DNSSDServiceKey(name: $0.instance, interfaceIndex: $0.interfaceIndex) })
     }

@@ -174,6 +174,8 @@ final class DNSSDEventLoop {
                 pending += tracker.onSettled(keys)
             case .refresh(let keys):
                 pending += tracker.onRefresh(keys)
+            case .spare(let names):
+                pending += tracker.onSpared(names)
             case .updateTXT(let bytes):
                 guard bytes != txt else { continue }
                 txt = bytes

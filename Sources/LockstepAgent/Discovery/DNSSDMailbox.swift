@@ -25,6 +25,8 @@ final class DNSSDMailbox: Sendable {
         case settle(Set<DNSSDServiceKey>)
         /// Instances to resolve again if dormant (``DNSSDTracker/onRefresh(_:)``).
         case refresh(Set<DNSSDServiceKey>)
+        /// Instance names not to resolve (``DNSSDTracker/onSpared(_:)``), all of them.
+        case spare(Set<String>)
         case stop
     }
 

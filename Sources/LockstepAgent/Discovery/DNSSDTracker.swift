@@ -54,6 +54,10 @@ struct DNSSDHostKey: Hashable, Sendable, CustomStringConvertible {
 ///   a peer that restarted), and from scratch after a withdrawal. Meanwhile a change of its TXT
 ///   record or addresses goes unseen: the agent follows a reachable peer that renumbers by the
 ///   address its datagrams come from (a learned path in `Membership`).
+/// - Instances the agent expects need no resolve (``onSpared(_:)``: named like a peer it reaches
+///   and does not need DNS-SD for) are *spared*: never reported, they hold no slot and wait for
+///   none, until their name leaves the set. Each resolve's queries are multicast to every
+///   responder on the link, and in avahi's compat layer it is a thread and a D-Bus connection.
 ///
 /// The bound: whatever is browsed, at most `maxServices` resolves are open, each with at most
 /// one A and one AAAA query (shared per host), so with the browse and the registration the
@@ -98,6 +102,8 @@ struct DNSSDTracker {
         var answered = false
         /// Settled and answered: its slot was given up until something changes (see above).
         var dormant = false
+        /// Named like a peer the agent reaches without DNS-SD (``onSpared(_:)``): not resolved.
+        var spared = false
     }
 
     struct Host {
@@ -127,6 +133,8 @@ struct DNSSDTracker {
     /// Instances whose peer the agent holds reachable (``onSettled(_:)``): once answered, they
     /// go dormant. Kept across ``reset()``: it is the agent's knowledge, not avahi's.
     private(set) var settled: Set<DNSSDServiceKey> = []
+    /// Instance names not to resolve (``onSpared(_:)``). Kept across ``reset()``, as ``settled``.
+    private(set) var sparedNames: Set<String> = []
 
     /// How many instances may hold a resolve slot now: between ``minLimit`` and ``maxServices``,
     /// following how fast avahi answers (``onRefOpened(slow:)``).
@@ -179,6 +187,10 @@ struct DNSSDTracker {
                 return wake(key)
             }
             services[key] = Service(browseCount: 1, active: false)
+            if sparedNames.contains(name) {
+                services[key]!.spared = true
+                return []
+            }
             if activeCount < limit { return [activate(key)] }
             waiting.append(key)
             return []
@@ -272,6 +284,39 @@ struct DNSSDTracker {
             }
         }
         return directives
+    }
+
+    /// Instance names the agent needs no resolve for, all of them (it replaces the last set): the
+    /// names of peers it already reaches through others' introductions and does not need DNS-SD
+    /// to vouch for. An instance so named that was never reported is spared: its resolve (if
+    /// it holds a slot) is closed and the slot given to the next waiting, or it leaves the queue;
+    /// a new one is not queued. One whose name leaves the set is resolved in turn. The name is
+    /// a label (avahi renames on conflicts), so a wrong guess only delays a resolve until the
+    /// agent's view changes; identity still comes from the TXT record of what is resolved.
+    mutating func onSpared(_ names: Set<String>) -> [Directive] {
+        guard names != sparedNames else { return [] }
+        sparedNames = names
+        var directives: [Directive] = []
+        for key in services.keys.sorted() {
+            let service = services[key]!
+            let spare = names.contains(key.name) && service.lastEmitted == nil && !service.parked && !service.dormant
+            if spare, !service.spared {
+                if service.active {
+                    directives.append(.stopResolve(key))
+                    if let host = service.resolved?.host { directives += release(host, by: key) }
+                    services[key]!.active = false
+                    services[key]!.resolved = nil
+                    dirty.remove(key)
+                } else {
+                    waiting.removeAll { $0 == key }
+                }
+                services[key]!.spared = true
+            } else if !spare, service.spared {
+                services[key]!.spared = false
+                waiting.append(key)
+            }
+        }
+        return directives + fillSlots()
     }
 
     /// Dormant instances among `keys` are resolved again (their peer restarted, so what was
