@@ -15,6 +15,9 @@ import LockstepPlayerProtocol
 /// `clock` view, once a second for `--clock-seconds`. All hosts share one kernel clock and no
 /// clock is simulated, so the true offset between any two is zero and the offset an agent
 /// reports *is* its error; `direct` rows are measured links, `composed` ones two-hop paths.
+/// With `--discovery static` the hosts run no avahi-daemon and every agent is given every other
+/// one's address (`--peer`, as on a network without multicast): what the agents themselves cost
+/// at sizes whose avahi-daemons would not fit this machine (64 daemons saturate 2 cores).
 /// Then, unless `--plays 0`, the players (``ScalePlays``): a reference player joins every agent,
 /// and `--plays` rounds of play, seek and pause at one host after another give the spread of the
 /// players' start instants per play and each command's time to reach every player.
@@ -40,6 +43,21 @@ struct ScaleBench: AsyncParsableCommand {
     @Option(help: "Rounds of play, seek and pause with a reference player on every host, after the clock readings (0: none).")
     var plays = 5
 
+    /// How the agents find each other.
+    enum Discovery: String, ExpressibleByArgument, CaseIterable {
+        /// DNS-SD, each host with its own avahi-daemon (as deployed).
+        case dnssd
+        /// No avahi: every agent is configured with every other one's address.
+        case `static`
+    }
+
+    @Option(help: "How agents find each other: dnssd (an avahi-daemon per host) or static (no avahi; every agent given every other's address with --peer).")
+    var discovery = Discovery.dnssd
+
+    /// The UDP port every agent listens on with `--discovery static` (each host has its own
+    /// network namespace, so one port for all).
+    static let staticPort = 4400
+
     /// One agent's counters at one moment.
     struct Sample {
         var cpu: CPUTime
@@ -57,6 +75,9 @@ struct ScaleBench: AsyncParsableCommand {
             "truth": "one kernel clock, no simulated clocks: the reported offset is the error",
             "machine": "\(ProcessInfo.processInfo.activeProcessorCount) cores, shared with whatever else runs",
             "plays": String(plays),
+            "discovery": discovery == .dnssd
+                ? "dnssd: an avahi-daemon per host"
+                : "static: no avahi-daemon; every agent started with --port \(Self.staticPort) and --peer for every other host (its clock reports count: configured peers are vouched for)",
             "all_reachable": "from the last agent's start until every agent lists every other one as reachable, by peer id, at the instant the last pair became so by the agents' own record (state_age_ns, dated when the answer arrived); all named: until a poll (every 0.2 s, each agent asked in turn) saw every agent list every other one by its name (hN), which comes with the peer's hello",
             "discovery_cpu": "from the first agent's start until all are reachable: the CPU every avahi-daemon used and every agent used, each as a share of all the machine's cores (100 % = the whole machine)",
             "start_spread": "per play: max − min of the instants at which the reference players start (their logs, CLOCK_MONOTONIC shared by all hosts); each player lands within ±100 µs of the instant it is told (its modelled jitter), and one told too late for its 20 ms start latency starts late (late starts: more than 0.2 ms after the play's instant, of all players' starts)",
@@ -77,12 +98,20 @@ struct ScaleBench: AsyncParsableCommand {
     }
 
     private func measure(_ n: Int, into report: inout Report) async throws -> [String: String] {
-        let lab = try Lab(hosts: n, name: "bs\(n)")
+        let lab = try Lab(hosts: n, avahi: discovery == .dnssd, name: "bs\(n)")
         defer { lab.destroy() }
         let avahiPids = (1...n).compactMap { try? pid(lab, $0, "avahi") }
         let avahiAtStart = avahiPids.map { CPUTime(pid: $0) }
+        var flags: [Int: [String]] = [:]
+        if discovery == .static {
+            let addresses = try (1...n).map { try lab.address($0) }
+            for h in 1...n {
+                flags[h] = ["--port", String(Self.staticPort)]
+                    + addresses.enumerated().filter { $0.offset != h - 1 }.flatMap { ["--peer", "\($0.element):\(Self.staticPort)"] }
+            }
+        }
         let firstStart = Date()
-        for h in 1...n { try lab.startAgent(h, wait: false) }
+        for h in 1...n { try lab.startAgent(h, flags: flags[h] ?? [], wait: false) }
         let lastStart = Date()
         let all = Array(1...n)
         var ids: [Int: String] = [:]
