@@ -302,11 +302,7 @@ struct DNSSDTracker {
             let spare = names.contains(key.name) && service.lastEmitted == nil && !service.parked && !service.dormant
             if spare, !service.spared {
                 if service.active {
-                    directives.append(.stopResolve(key))
-                    if let host = service.resolved?.host { directives += release(host, by: key) }
-                    services[key]!.active = false
-                    services[key]!.resolved = nil
-                    dirty.remove(key)
+                    directives += closeResolve(key)
                 } else {
                     waiting.removeAll { $0 == key }
                 }
@@ -390,11 +386,7 @@ struct DNSSDTracker {
             .prefix(waiting.count).map(\.key)
         var directives: [Directive] = []
         for key in due {
-            directives.append(.stopResolve(key))
-            if let host = services[key]!.resolved?.host { directives += release(host, by: key) }
-            services[key]!.active = false
-            services[key]!.resolved = nil
-            dirty.remove(key)
+            directives += closeResolve(key)
             waiting.append(key)
         }
         return directives + fillSlots()
@@ -420,13 +412,20 @@ struct DNSSDTracker {
     /// Closes the resolve and address queries of `key` (settled and answered) and gives its slot
     /// to the next waiting. What it last reported stands.
     private mutating func makeDormant(_ key: DNSSDServiceKey) -> [Directive] {
+        let directives = closeResolve(key)
+        services[key]!.dormant = true
+        return directives + fillSlots()
+    }
+
+    /// Closes the resolve of `key` (which holds a slot) and its share of the address queries,
+    /// and frees its slot; what it last reported stands. The caller gives the slot on.
+    private mutating func closeResolve(_ key: DNSSDServiceKey) -> [Directive] {
         var directives: [Directive] = [.stopResolve(key)]
         if let host = services[key]!.resolved?.host { directives += release(host, by: key) }
         services[key]!.active = false
-        services[key]!.dormant = true
         services[key]!.resolved = nil
         dirty.remove(key)
-        return directives + fillSlots()
+        return directives
     }
 
     /// Resolves `key` again if it is dormant (at once if a slot is free, else in turn).
@@ -441,18 +440,13 @@ struct DNSSDTracker {
     /// Stops resolving `key` (it is another group's), gives its slot to the next waiting, and
     /// withdraws it if it had been reported.
     private mutating func park(_ key: DNSSDServiceKey) -> [Directive] {
-        guard var service = services[key] else { return [] }
-        var directives: [Directive] = [.stopResolve(key)]
-        if let host = service.resolved?.host { directives += release(host, by: key) }
+        guard let service = services[key] else { return [] }
+        var directives = closeResolve(key)
         if service.lastEmitted != nil {
             directives.append(.emit(.serviceRemoved(instanceName: key.name, interfaceIndex: key.interfaceIndex)))
         }
-        service.active = false
-        service.parked = true
-        service.resolved = nil
-        service.lastEmitted = nil
-        services[key] = service
-        dirty.remove(key)
+        services[key]!.parked = true
+        services[key]!.lastEmitted = nil
         return directives + fillSlots()
     }
 
