@@ -74,11 +74,12 @@ struct SimScaleBench: ParsableCommand {
             "timer_wakeups": "ticks each node's timer ran over the idle window (its shell's one timer, re-armed after every event); datagram wake-ups come on top",
             "cpu": "CPU of the simulation over the idle window (every node's core and the simulator) per simulated agent, % of one core: not the shell's sealing, system calls and wake-ups",
             "reach": "per command: from its issue until every host's player has been told the timeline it set (simulated time)",
+            "command_cpu": "per command: CPU of the simulation over the 50 ms after its issue (every node's core handling it, and the simulator), less the idle window's CPU for as long, per simulated agent, µs: what replicating one command and telling every player costs a core at this size",
             "start_spread": "per play: max − min of the true instants at which the players are told to start; late: told with less than the player's 20 ms start latency left",
         ]
         var rows: [[String: String]] = []
         var byType: [String: [Int: Double]] = [:]
-        let order = "hosts,all reachable s,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,start spread p99 us,late"
+        let order = "hosts,all reachable s,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,command cpu us,start spread p99 us,late"
         for n in sizes {
             FileHandle.standardError.write(Data("  \(n) hosts…\n".utf8))
             var row = measure(n, into: &report, byType: &byType)
@@ -215,18 +216,20 @@ struct SimScaleBench: ParsableCommand {
         ]
         guard plays > 0 else { return row }
 
-        let p = commands(&sim)
+        let p = commands(&sim, idleCPUPerSecond: cpu / window)
         report.figures[f + "command_reach_p50_ms"] = p.reach.median
         report.figures[f + "command_reach_p99_ms"] = p.reach.percentile(99)
         report.figures[f + "start_spread_p99_us"] = p.spread.percentile(99)
         report.figures[f + "late_starts"] = Double(p.late)
         report.figures[f + "commands_missed"] = Double(p.missed)
+        report.figures[f + "command_cpu_us_per_agent_p50"] = p.cpu.median
         report.goal("\(n) hosts: start spread p99", target: "≤ 1 ms", measured: "\(fmt(p.spread.percentile(99), 1)) µs (\(p.spread.count) of \(plays) plays)",
                     met: p.spread.percentile(99) <= 1_000 && p.spread.count == plays)
         report.goal("\(n) hosts: command reaches all p99", target: "< 30 ms", measured: "\(fmt(p.reach.percentile(99), 2)) ms (\(p.reach.count) of \(3 * plays) commands)",
                     met: p.reach.percentile(99) < 30 && p.missed == 0)
         row["reach p50 ms"] = fmt(p.reach.median, 2)
         row["reach p99 ms"] = fmt(p.reach.percentile(99), 2)
+        row["command cpu us"] = fmt(p.cpu.median, 1)
         row["start spread p99 us"] = fmt(p.spread.percentile(99), 1)
         row["late"] = "\(p.late)/\(p.starts)"
         return row
@@ -234,8 +237,9 @@ struct SimScaleBench: ParsableCommand {
 
     /// A player (start latency 20 ms) joins every host and loads the item; then rounds of play,
     /// seek and pause, each at the next host. Returns each command's reach (ms) and each play's
-    /// start spread (µs), from the players' instructions in the hosts' logs.
-    private func commands(_ sim: inout GroupSimulation) -> (reach: Stats, spread: Stats, late: Int, starts: Int, missed: Int) {
+    /// start spread (µs), from the players' instructions in the hosts' logs, and each command's
+    /// CPU per agent (µs) over the window after its issue, the idle rate taken out.
+    private func commands(_ sim: inout GroupSimulation, idleCPUPerSecond: Double) -> (reach: Stats, spread: Stats, late: Int, starts: Int, missed: Int, cpu: Stats) {
         let n = sim.hosts.count, ms = Nanos.millisecond
         for i in 0..<n {
             let info = PlayerSession.Info(name: "p\(i)", canChangeRate: true, exactSeek: true, startLatency: .nanoseconds(Self.startLatency))
@@ -247,7 +251,8 @@ struct SimScaleBench: ParsableCommand {
         for i in 0..<n { sim.execute(i, sim.hosts[i].node.onPlayerReadiness(id: 1, .ready, now: sim.local(i))) }
         sim.run(for: 1_000 * ms)
 
-        var issued: [(stamp: Stamp, at: Int64, play: Bool)] = [], missed = 0, next = 0
+        var issued: [(stamp: Stamp, at: Int64, play: Bool)] = [], missed = 0, next = 0, cpu: [Double] = []
+        let window = 50 * ms
         for round in 0..<plays {
             let commands: [(GroupCommand, pause: Int64)] = [
                 (.play(rate: nil), 700 * ms),
@@ -258,13 +263,16 @@ struct SimScaleBench: ParsableCommand {
                 let host = next % n
                 next += 1
                 let at = sim.now
+                let before = Self.threadCPU()
                 sim.issue(host, command)
                 if let stamp = sim.hosts[host].node.group.state.items[Self.item]?.stamp, !issued.contains(where: { $0.stamp == stamp }) {
                     issued.append((stamp, at, { if case .play = command { true } else { false } }()))
                 } else {
                     missed += 1
                 }
-                sim.run(for: pause)
+                sim.run(for: window)
+                cpu.append((Self.threadCPU() - before - idleCPUPerSecond * Double(window) / 1e9) / Double(n) * 1e6)
+                sim.run(for: pause - window)
             }
         }
         var reach: [Double] = [], spread: [Double] = [], late = 0, starts = 0
@@ -290,7 +298,7 @@ struct SimScaleBench: ParsableCommand {
                 late += told.filter { $0.start - $0.time < Self.startLatency }.count
             }
         }
-        return (Stats(reach), Stats(spread), late, starts, missed)
+        return (Stats(reach), Stats(spread), late, starts, missed, Stats(cpu))
     }
 
     /// This thread's CPU time, seconds.
