@@ -155,8 +155,14 @@ public struct MeshClock: Sendable {
 
     public let localID: PeerID
     public let configuration: Configuration
-    private var local: [PeerID: ClockEstimate] = [:]
-    private var reports: [PeerID: [PeerID: Report]] = [:]
+    private var local: [PeerID: ClockEstimate] = [:] { didSet { scaleMemo = ScaleMemo() } }
+    private var reports: [PeerID: [PeerID: Report]] = [:] { didSet { scaleMemo = ScaleMemo() } }
+    /// The asymmetry scale last computed, and for which instant. It reads every closure in the
+    /// mesh, and one event resolves every peer at one instant (the group clock's feed, a state
+    /// view, a command's lead): computed once, not once per peer, which at 64 peers was most of
+    /// a command's cost. A fresh box at every change of the estimates or reports, so copies of
+    /// this mesh never read one another's.
+    private var scaleMemo = ScaleMemo()
 
     public init(localID: PeerID, configuration: Configuration = .init()) {
         self.localID = localID
@@ -259,6 +265,10 @@ public struct MeshClock: Sendable {
     /// A closure whose estimates carry a delay-step alarm counts whole (its bound holds a bias,
     /// not noise). (See the type's documentation.)
     public func asymmetryScaleNs(at now: LocalTime) -> Double? {
+        scaleMemo.value(at: now) { computeAsymmetryScaleNs(at: now) }
+    }
+
+    private func computeAsymmetryScaleNs(at now: LocalTime) -> Double? {
         var excess: [Double] = []
         for (peer, estimate) in local {
             let direct = estimate.rebased(to: now)

@@ -192,6 +192,29 @@ struct MeshClockTests {
         #expect(abs(viaB.asymmetryNs - 2.0.squareRoot() * scale) < 1e-6)
     }
 
+    @Test("the asymmetry scale, read once per instant, follows every change at that instant, and a changed copy never shows the original its own")
+    func asymmetryScaleFollowsChangesAndCopies() {
+        let t = LocalTime(ns: 0)
+        var mesh = MeshClock(localID: Self.a)
+        mesh.updateLocal(peer: Self.b, estimate: Self.estimate(offset: 0, bound: 1_000))
+        mesh.updateLocal(peer: Self.c, estimate: Self.estimate(offset: 2_000, bound: 1_000))
+        _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: Self.c, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: Self.b, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        #expect(abs(mesh.asymmetryScaleNs(at: t)! - Self.twoMicrosecondScale) < 1e-6)
+
+        // A copy whose estimate of C now closes both triangles: nothing beyond the noise.
+        var copy = mesh
+        copy.updateLocal(peer: Self.c, estimate: Self.estimate(offset: 0, bound: 1_000))
+        #expect(copy.asymmetryScaleNs(at: t) == 0, "the copy's own closures, at the instant already read")
+        #expect(abs(mesh.asymmetryScaleNs(at: t)! - Self.twoMicrosecondScale) < 1e-6, "the original's, not the copy's")
+        #expect(abs(mesh.resolved(peer: Self.c, at: t)!.estimate.errorBoundNs - (1_000 + Self.twoMicrosecondScale)) < 1e-6)
+        #expect(copy.resolved(peer: Self.c, at: t)?.estimate.errorBoundNs == 1_000)
+
+        // Forgetting C leaves no triangle: no evidence either way, at the same instant.
+        mesh.removePeer(Self.c)
+        #expect(mesh.asymmetryScaleNs(at: t) == nil)
+    }
+
     @Test("closures within their own noise widen nothing: the links' noise is not counted twice; a delay step's bound is not taken for noise")
     func closuresWithinNoiseWidenNothing() {
         func mesh(closure: Double, step: TimeSpan = .zero) -> MeshClock {
