@@ -112,11 +112,16 @@ extension Agent {
 
     func publish(_ change: GroupChange, now: LocalTime) {
         let state = node.group.state
-        var event: StateChangedEvent
+        // The event's view resolves every peer's clock (the lead) and lists the whole version
+        // vector: built only for a client that watches, the log line always.
+        let watched = isWatched(.state)
+        var event: StateChangedEvent?
         if let op = change.operation, let action = op.command.action {
             let o = origin(of: op.stamp, action: action, reason: op.reason, by: op.by)
             let isCurrent: Bool = switch op.command { case .load, .stop: true; default: false }
-            event = StateChangedEvent(hostTimeNs: hostTime(now), change: isCurrent ? .current : .item, itemID: op.item?.value, origin: o, state: stateView(now: now))
+            if watched {
+                event = StateChangedEvent(hostTimeNs: hostTime(now), change: isCurrent ? .current : .item, itemID: op.item?.value, origin: o, state: stateView(now: now))
+            }
             logger.info("group command applied", metadata: [
                 "group.item": "\(op.item?.value.truncated(toUTF8: 80) ?? "none")", "group.command": "\(op.command)",
                 "group.state": "\(op.item.flatMap { state.items[$0] }.map { "\($0.timeline.phase)" } ?? "-")",
@@ -124,24 +129,31 @@ extension Agent {
             ])
         } else {
             let c = state.current
-            event = StateChangedEvent(
-                hostTimeNs: hostTime(now), change: .current, itemID: c?.item?.value,
-                origin: c.map { origin(of: $0) } ?? Origin(peerID: identity.peerID.hex, name: identity.name, action: .stop, reason: nil, local: true, lamport: 0),
-                state: stateView(now: now))
+            if watched {
+                event = StateChangedEvent(
+                    hostTimeNs: hostTime(now), change: .current, itemID: c?.item?.value,
+                    origin: c.map { origin(of: $0) } ?? Origin(peerID: identity.peerID.hex, name: identity.name, action: .stop, reason: nil, local: true, lamport: 0),
+                    state: stateView(now: now))
+            }
             logger.info("group state merged from a peer's folded state", metadata: ["group.item": "\(c?.item?.value.truncated(toUTF8: 80) ?? "none")"])
         }
         if let report = change.concurrent {
-            event.concurrent = concurrentView(report)
+            event?.concurrent = concurrentView(report)
             logger.notice("concurrent commands, all applied in issue order", metadata: [
                 "group.commands": "\(report.all.map { "\($0.action) by \(name(of: $0.stamp.origin))" }.joined(separator: ", "))"
             ])
         }
-        broadcast(event, topic: .state)
+        if let event { broadcast(event, topic: .state) }
+    }
+
+    /// Whether any client is subscribed to `topic`.
+    func isWatched(_ topic: Topic) -> Bool {
+        clients.values.contains { $0.topics.contains(topic) }
     }
 
     /// Sends `event` to every client subscribed to `topic`.
     func broadcast(_ event: some Encodable & Sendable, topic: Topic) {
-        guard clients.values.contains(where: { $0.topics.contains(topic) }) else { return }
+        guard isWatched(topic) else { return }
         guard let line = try? PlayerJSON.encode(event) else { return }
         for c in clients.values where c.topics.contains(topic) { c.connection.send(line) }
     }

@@ -417,7 +417,10 @@ extension PeerMessage {
     }
 
     static func readPeer(_ r: inout ByteReader, _ field: String) throws(DecodeError) -> PeerID {
-        PeerID(bytes: try r.raw(16, field))!
+        // Two big-endian words, as `PeerID(bytes:)` reads them: that one is generic and, across
+        // modules, unspecialised, and at 64 peers it was 6 % of an agent's CPU.
+        let high = try r.u64(field)
+        return PeerID(high: high, low: try r.u64(field))
     }
 
     static func readStamp(_ r: inout ByteReader) throws(DecodeError) -> Stamp {
