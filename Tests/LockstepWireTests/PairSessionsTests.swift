@@ -277,6 +277,25 @@ struct PairSessionsTests {
         #expect(ok11)
     }
 
+    @Test("an answerer silent for 30 s is offered nothing more, and its first datagram, under the key it took up, opens")
+    func silentAnswererIsLeftAlone() {
+        var p = Pair()
+        p.carry(p.lo.onHeard(p.hiID, incarnation: 1, sessionKey: nil, pairKey: p.pairKey, now: p.now))
+        // One datagram from lo: hi takes the new key up and seals under it. Then neither says anything.
+        p.datagram(fromLow: true)
+        for _ in 0..<300 {
+            p.now = p.now + .milliseconds(100)
+            p.carry(p.lo.onTick(now: p.now, reachable: [p.hiID]))
+            p.carry(p.hi.onTick(now: p.now, reachable: [p.loID]))
+            #expect((p.lo.nextDeadline ?? .distantFuture) > p.now)
+        }
+        #expect(p.offersCarried == 1, "no offer to a peer that has shown nothing")
+        let opens = p.datagram(fromLow: false)
+        #expect(opens, "hi's key is still lo's")
+        let flowing = p.run(.seconds(1))
+        #expect(flowing)
+    }
+
     @Test("after a tick, no deadline is left in the past: an offer to a peer out of reach waits, renewals are the offerer's alone")
     func deadlinesMove() {
         var p = Pair()
