@@ -485,7 +485,8 @@ public struct Coordinator: Sendable {
     /// How far ahead to anchor a command for `item` (see ``LeadTime``): the worst, over the
     /// reachable peers that take part, of round trip + clock bound + start latency. A peer's
     /// round trip is the longer of its clock exchanges' and its recent acknowledgements' (see
-    /// ``AckDelays``: these count its agent's delay in taking a datagram in).
+    /// ``AckDelays``: these count its agent's delay in taking a datagram in), or, for a peer
+    /// this node has not timed, the longest recent intake of others' operations here.
     public func leadTime(for item: ItemID?, view: GroupView, now: LocalTime) -> TimeSpan {
         var terms: [LeadTime.Term] = []
         let hash = item?.stableHash
@@ -496,7 +497,8 @@ public struct Coordinator: Sendable {
             if let hash, !players.isEmpty, !players.contains(where: { $0.itemHash == hash }) { continue }
             let estimate = view.resolvedClock(of: peer, at: now)
             let start = players.filter { hash == nil || $0.itemHash == hash }.map(\.startLatency).max() ?? .zero
-            let roundTrip = max(estimate?.delay ?? .zero, view.ackDelays.worst(of: peer, now: now) ?? .zero)
+            let acked = view.ackDelays.worst(of: peer, now: now) ?? view.ackDelays.worstIntake(now: now)
+            let roundTrip = max(estimate?.delay ?? .zero, acked ?? .zero)
             terms.append(.init(roundTrip: roundTrip, clockBound: estimate?.errorBoundSpan(at: now) ?? .zero, startLatency: start))
         }
         let mine = view.participants[me]?.players.filter { hash == nil || $0.itemHash == hash }.map(\.startLatency).max() ?? .zero

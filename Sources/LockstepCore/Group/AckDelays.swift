@@ -10,12 +10,24 @@
 /// ``Configuration/memory``, so a burst of load long ago stops lengthening commands. Delays are
 /// measured on this node's clock; a member can only make them longer, and the lead's cap bounds
 /// that.
+///
+/// A node that has not issued an operation lately has timed nobody. For a peer it has not timed
+/// it takes the longest *intake* instead: how long the operations other origins pushed took to
+/// reach this node (``recordIntake(_:at:)``): from their stamp to their arrival, both on the
+/// group's time scale (the most advanced clock, as the origin and this node read it: within
+/// their clocks' error). In a group where a command reaches the last peer 50 ms after its issue
+/// (64 agents sharing two cores), the first command of a node that never issued one was
+/// anchored 35 ms ahead and nearly every player started late.
 public struct AckDelays: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// Delays kept per peer (the latest).
         public var kept: Int = 8
         /// How long a delay counts.
         public var memory: TimeSpan = .seconds(600)
+        /// The longest intake kept. An operation that took longer was late for any lead (its
+        /// cap is 2 s), or its origin read the group's most advanced clock differently (a peer
+        /// one of them does not know yet): not a delay to plan for.
+        public var maxIntake: TimeSpan = .seconds(1)
 
         public init() {}
     }
@@ -27,6 +39,7 @@ public struct AckDelays: Sendable, Equatable {
 
     public let configuration: Configuration
     private var samples: [PeerID: [Sample]] = [:]
+    private var intakes: [Sample] = []
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -43,6 +56,25 @@ public struct AckDelays: Sendable, Equatable {
     /// The longest of `peer`'s delays still counting at `now`; nil when none does.
     public func worst(of peer: PeerID, now: LocalTime) -> TimeSpan? {
         samples[peer]?.filter { now - $0.at <= configuration.memory }.map(\.delay).max()
+    }
+
+    /// An operation another origin pushed arrived, at `now`, `delay` after it was stamped.
+    /// Negative delays (the origin's reading of the group's clock ahead of this node's) and
+    /// delays over ``Configuration/maxIntake`` are not kept.
+    public mutating func recordIntake(_ delay: TimeSpan, at now: LocalTime) {
+        guard delay >= .zero, delay <= configuration.maxIntake else { return }
+        intakes.append(Sample(at: now, delay: delay))
+        if intakes.count > configuration.kept { intakes.removeFirst(intakes.count - configuration.kept) }
+    }
+
+    /// The longest of the latest intakes still counting at `now`; nil when none does.
+    public func worstIntake(now: LocalTime) -> TimeSpan? {
+        intakes.filter { now - $0.at <= configuration.memory }.map(\.delay).max()
+    }
+
+    /// This node's clock stepped: intakes read across the step are no delays.
+    public mutating func forgetIntakes() {
+        intakes.removeAll()
     }
 
     /// `peer` left for good, or restarted: its delays were another life's.

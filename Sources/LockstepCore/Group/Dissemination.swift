@@ -164,6 +164,10 @@ public struct Dissemination: Sendable {
         case .duplicate:
             return ack
         case .applied:
+            // Pushed by its origin (not repaired by anti-entropy): how long it took to get here.
+            if wantsAck, sender == op.stamp.origin {
+                ackDelays.recordIntake(.nanoseconds(clock.stampTime(at: now).subtractingSaturating(op.stamp.time)), at: now)
+            }
             let concurrent = newReport(since: reportsBefore)
             guard replica.state != before || concurrent != nil else { return ack }
             return ack + [.changed(GroupChange(operation: op, local: false, concurrent: concurrent))]
@@ -326,9 +330,11 @@ public struct Dissemination: Sendable {
         return out
     }
 
-    /// The local clock stepped: every retransmission and the anti-entropy round are due now.
+    /// The local clock stepped: every retransmission and the anti-entropy round are due now, and
+    /// the intakes go (read on the clock before the step, against estimates now being relearnt).
     public mutating func onLocalClockStep(now: LocalTime) {
         replica.rebase(now: now)
+        ackDelays.forgetIntakes()
     }
 
     /// When ``onTick(now:peers:rtt:)`` next has work.

@@ -89,6 +89,22 @@ struct CoordinatorTests {
         #expect(play?.at == Self.t0 + before + .milliseconds(40))
     }
 
+    @Test("for a peer this node never timed, the lead counts the longest recent intake of others' operations; a peer it timed, its own acknowledgements")
+    func leadCountsIntakeForPeersNotTimed() {
+        let k = Self.coordinator()
+        let plain = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .ready)], reachable: [Self.bob])
+        let before = k.leadTime(for: Self.film, view: plain, now: Self.t0)
+        var delays = AckDelays()
+        delays.recordIntake(.milliseconds(50), at: Self.t0)
+        let view = { (d: AckDelays) in
+            GroupView(me: plain.me, state: plain.state, participants: plain.participants, reachable: plain.reachable, timelines: plain.timelines, ackDelays: d)
+        }
+        #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0) - before == .milliseconds(50), "bob never acknowledged this node")
+        #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0 + .seconds(601)) == before, "an intake 10 minutes old no longer counts")
+        delays.record(.milliseconds(4), from: Self.bob, at: Self.t0)
+        #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0) - before == .milliseconds(4), "bob's own acknowledgements, once timed")
+    }
+
     @Test("a player's new start latency is published (once, clamped) and anchors the next command with it; an unknown player is refused")
     func startLatencyChangesAtRunTime() {
         var k = Self.coordinator()

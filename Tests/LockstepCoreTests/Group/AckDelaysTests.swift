@@ -29,6 +29,22 @@ struct AckDelaysTests {
         #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(901)) == nil)
     }
 
+    @Test("an intake counts as the longest of the latest 8 for 10 minutes; a negative one or one over 1 s is not kept")
+    func intakes() {
+        var d = AckDelays()
+        #expect(d.worstIntake(now: Self.t0) == nil)
+        d.recordIntake(.milliseconds(70), at: Self.t0)
+        for k in 1...8 { d.recordIntake(.milliseconds(Int64(k)), at: Self.t0 + .seconds(Int64(k))) }
+        #expect(d.worstIntake(now: Self.t0 + .seconds(9)) == .milliseconds(8), "the 70 ms intake was the ninth latest")
+        d.recordIntake(.milliseconds(-3), at: Self.t0 + .seconds(10))
+        d.recordIntake(.milliseconds(1_001), at: Self.t0 + .seconds(10))
+        #expect(d.worstIntake(now: Self.t0 + .seconds(10)) == .milliseconds(8), "neither was kept")
+        d.recordIntake(.seconds(1), at: Self.t0 + .seconds(10))
+        #expect(d.worstIntake(now: Self.t0 + .seconds(10)) == .seconds(1))
+        #expect(d.worstIntake(now: Self.t0 + .seconds(611)) == nil)
+        #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(10)) == nil, "intakes are nobody's acknowledgements")
+    }
+
     @Test("forgetting a peer drops its delays")
     func forget() {
         var d = AckDelays()

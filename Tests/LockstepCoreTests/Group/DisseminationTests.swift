@@ -68,6 +68,22 @@ struct DisseminationTests {
         #expect(g.ackDelays.worst(of: Self.bob, now: Self.t0 + .seconds(1)) == nil)
     }
 
+    @Test("an operation its origin pushed tells how long it took to arrive, on the group's time scale; one repaired by anti-entropy or relayed by another peer does not")
+    func intake() {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica])
+        // No peer clock known: the group's time scale reads this node's clock, t0.
+        let load = Self.op(1, .load(ItemMetadata()), time: Self.t0.ns - 30_000_001)
+        _ = g.onOperation(load, wantsAck: false, from: Self.bob, source: Self.source, now: Self.t0)
+        #expect(g.ackDelays.worstIntake(now: Self.t0) == nil, "anti-entropy's repair")
+        _ = g.onOperation(Self.op(2, time: Self.t0.ns - 20_000_002), wantsAck: true, from: Self.carol, source: Self.source, now: Self.t0)
+        #expect(g.ackDelays.worstIntake(now: Self.t0) == nil, "relayed")
+        _ = g.onOperation(Self.op(3, .seek(MediaPosition(clamping: 5)), time: Self.t0.ns - 10_000_003), wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0)
+        #expect(g.ackDelays.worstIntake(now: Self.t0) == .milliseconds(10))
+        g.onLocalClockStep(now: Self.t0)
+        #expect(g.ackDelays.worstIntake(now: Self.t0) == nil, "read on the clock before its step")
+    }
+
     @Test("an operation from a peer is acknowledged and applied; a duplicate only acknowledged; one waiting for an earlier one is not acknowledged")
     func apply() {
         var g = Dissemination(me: Self.me, incarnation: 4)
