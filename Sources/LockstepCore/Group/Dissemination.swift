@@ -77,7 +77,7 @@ public struct Dissemination: Sendable {
             item: proposal.item, command: proposal.command, reason: proposal.reason, by: proposal.by, basis: basis, at: at, originAt: PeerTime(ours: proposal.at),
             basisBound: bound.clamped(to: Limits.relayBoundNs), result: result, stampTime: clock.stampTime(at: now), to: peers, rtt: rtt, now: now)
         var out: [Directive] = []
-        for op in ops { out += peers.map { .send(.operation(op, wantsAck: true), to: $0) } }
+        for op in ops { out += Self.sendOrder(peers, for: op.stamp).map { .send(.operation(op, wantsAck: true), to: $0) } }
         if !ops.isEmpty { replica.noteActivity() }
         if let op = ops.last {
             out.append(.changed(GroupChange(operation: op, local: true, concurrent: newReport(since: reportsBefore))))
@@ -343,6 +343,16 @@ public struct Dissemination: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// `peers` in the order an operation goes to them: the list turned by the stamp's time, so
+    /// that no peer is always the last of a burst (on a busy device a burst to 63 peers takes
+    /// tens of milliseconds), and each peer's intakes (``AckDelays/recordIntake(_:at:)``) sample
+    /// every place in it.
+    static func sendOrder(_ peers: [PeerID], for stamp: Stamp) -> [PeerID] {
+        guard peers.count > 1 else { return peers }
+        let turn = Int(UInt64(bitPattern: stamp.time) % UInt64(peers.count))
+        return Array(peers[turn...] + peers[..<turn])
+    }
 
     /// The participant digest, in messages of at most ``PeerMessage/maxParticipantDigests``, each
     /// saying which range of peers it covers.

@@ -40,6 +40,18 @@ struct DisseminationTests {
         ])
     }
 
+    @Test("an operation goes to its peers in their order turned by its stamp's time: each peer in every place, none always last")
+    func sendOrderTurns() {
+        let peers = (2...5).map { PeerID(high: 0, low: UInt64($0)) }
+        let stamp = { (t: Int64) in Stamp(time: t, origin: Self.me, incarnation: 1, seq: 1) }
+        #expect(Dissemination.sendOrder(peers, for: stamp(8)) == peers)
+        #expect(Dissemination.sendOrder(peers, for: stamp(9)) == Array(peers[1...] + peers[..<1]))
+        let lasts = Set((0..<4).map { Dissemination.sendOrder(peers, for: stamp(Int64($0))).last! })
+        #expect(lasts == Set(peers))
+        #expect(Dissemination.sendOrder(peers, for: stamp(-3)).sorted() == peers, "any time, a whole list")
+        #expect(Dissemination.sendOrder([Self.bob], for: stamp(7)) == [Self.bob])
+    }
+
     @Test("unacknowledged operations are sent again after twice the round trip, and no more once acknowledged")
     func retransmission() throws {
         var g = Dissemination(me: Self.me, incarnation: 4)
