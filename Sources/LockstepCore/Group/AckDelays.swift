@@ -47,15 +47,12 @@ public struct AckDelays: Sendable, Equatable {
 
     /// `peer` acknowledged, at `now`, an operation sent to it once `delay` earlier.
     public mutating func record(_ delay: TimeSpan, from peer: PeerID, at now: LocalTime) {
-        var list = samples[peer] ?? []
-        list.append(Sample(at: now, delay: max(delay, .zero)))
-        if list.count > configuration.kept { list.removeFirst(list.count - configuration.kept) }
-        samples[peer] = list
+        samples[peer] = latest(samples[peer] ?? [], adding: Sample(at: now, delay: max(delay, .zero)))
     }
 
     /// The longest of `peer`'s delays still counting at `now`; nil when none does.
     public func worst(of peer: PeerID, now: LocalTime) -> TimeSpan? {
-        samples[peer]?.filter { now - $0.at <= configuration.memory }.map(\.delay).max()
+        samples[peer].flatMap { longest(in: $0, now: now) }
     }
 
     /// An operation another origin pushed arrived, at `now`, `delay` after it was stamped.
@@ -63,13 +60,12 @@ public struct AckDelays: Sendable, Equatable {
     /// delays over ``Configuration/maxIntake`` are not kept.
     public mutating func recordIntake(_ delay: TimeSpan, at now: LocalTime) {
         guard delay >= .zero, delay <= configuration.maxIntake else { return }
-        intakes.append(Sample(at: now, delay: delay))
-        if intakes.count > configuration.kept { intakes.removeFirst(intakes.count - configuration.kept) }
+        intakes = latest(intakes, adding: Sample(at: now, delay: delay))
     }
 
     /// The longest of the latest intakes still counting at `now`; nil when none does.
     public func worstIntake(now: LocalTime) -> TimeSpan? {
-        intakes.filter { now - $0.at <= configuration.memory }.map(\.delay).max()
+        longest(in: intakes, now: now)
     }
 
     /// This node's clock stepped: intakes read across the step are no delays.
@@ -80,5 +76,15 @@ public struct AckDelays: Sendable, Equatable {
     /// `peer` left for good, or restarted: its delays were another life's.
     public mutating func forget(_ peer: PeerID) {
         samples[peer] = nil
+    }
+
+    /// `list` with `sample` added, the ``Configuration/kept`` latest.
+    private func latest(_ list: [Sample], adding sample: Sample) -> [Sample] {
+        Array((list + [sample]).suffix(configuration.kept))
+    }
+
+    /// The longest delay of `list` still counting at `now`.
+    private func longest(in list: [Sample], now: LocalTime) -> TimeSpan? {
+        list.filter { now - $0.at <= configuration.memory }.map(\.delay).max()
     }
 }

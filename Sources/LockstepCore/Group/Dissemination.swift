@@ -152,7 +152,8 @@ public struct Dissemination: Sendable {
     public mutating func onOperation(_ op: GroupOperation, wantsAck: Bool, from sender: PeerID, source: Endpoint, now: LocalTime) -> [Directive] {
         let reportsBefore = replica.log.reportsTotal
         let before = replica.state
-        let outcome = replica.receive(op, stampLimit: clock.stampTime(at: now).addingSaturating(Limits.stampLeadNs))
+        let stampNow = clock.stampTime(at: now)
+        let outcome = replica.receive(op, stampLimit: stampNow.addingSaturating(Limits.stampLeadNs))
         let ack: [Directive] = wantsAck ? [.reply(.ack(op.id), to: source)] : []
         if outcome == .applied || outcome == .waiting { replica.noteActivity() }
         switch outcome {
@@ -166,7 +167,7 @@ public struct Dissemination: Sendable {
         case .applied:
             // Pushed by its origin (not repaired by anti-entropy): how long it took to get here.
             if wantsAck, sender == op.stamp.origin {
-                ackDelays.recordIntake(.nanoseconds(clock.stampTime(at: now).subtractingSaturating(op.stamp.time)), at: now)
+                ackDelays.recordIntake(.nanoseconds(stampNow.subtractingSaturating(op.stamp.time)), at: now)
             }
             let concurrent = newReport(since: reportsBefore)
             guard replica.state != before || concurrent != nil else { return ack }

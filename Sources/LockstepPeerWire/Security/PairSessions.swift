@@ -246,11 +246,9 @@ public struct PairSessions: Sendable {
             if offers(to: id), let by = p.confirmBy, now >= by {
                 // Heard under another key since the answer: the new one did not get through.
                 // Silent: nothing shows either way, and an offer would only churn its keys.
+                // (The last offer came before the answer, a timeout ago: no retry interval to wait.)
                 p.confirmBy = now + configuration.confirmTimeout
-                if p.heardOtherSinceAnswer {
-                    let earliest = max(now, p.lastOffer.map { $0 + configuration.retryInterval } ?? now)
-                    p.due = min(p.due ?? earliest, earliest)
-                }
+                if p.heardOtherSinceAnswer { p.due = now }
             }
             if offers(to: id), let due = p.due, now >= due {
                 if reachable.contains(id) {
