@@ -26,7 +26,14 @@ struct Report: Encodable {
         if json {
             let e = JSONEncoder()
             e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            Swift.print(String(decoding: (try? e.encode(self)) ?? Data(), as: UTF8.self))
+            // A figure with no samples is NaN (no avahi-daemon to measure, say); JSON has no
+            // NaN, and refusing it printed nothing at all.
+            e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+            do {
+                Swift.print(String(decoding: try e.encode(self), as: UTF8.self))
+            } catch {
+                FileHandle.standardError.write(Data("cannot encode the report as JSON: \(error)\n".utf8))
+            }
             return
         }
         Swift.print("== \(benchmark)")
