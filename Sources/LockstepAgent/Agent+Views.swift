@@ -54,13 +54,15 @@ extension Agent {
     }
 
     func peers(now: LocalTime) -> PeersResult {
-        let list = node.membership.peers.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }.map { p in
-            PeerInfo(
-                peerID: p.id.hex, name: p.name, state: p.state.rawValue,
-                addresses: p.paths.map { "\($0.endpoint)" }, preferred: p.preferred.map { "\($0)" },
-                stateAgeNs: (now - p.since).ns, lastHeardAgoNs: p.lastHeard.map { (now - $0).ns },
-                incarnation: p.incarnation, sources: Array(Set(p.paths.map(\.source.rawValue))).sorted())
-        }
-        return PeersResult(peers: list)
+        PeersResult(peers: node.membership.peers.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }.map { info($0, now: now) })
+    }
+
+    /// One peer as `peers` lists it.
+    func info(_ p: Membership.Peer, now: LocalTime) -> PeerInfo {
+        PeerInfo(
+            peerID: p.id.hex, name: p.name, state: p.state.rawValue,
+            addresses: p.paths.map { "\($0.endpoint)" }, preferred: p.preferred.map { "\($0)" },
+            stateAgeNs: (now - p.since).ns, lastHeardAgoNs: p.lastHeard.map { (now - $0).ns },
+            incarnation: p.incarnation, sources: Array(Set(p.paths.map(\.source.rawValue))).sorted())
     }
 }

@@ -361,8 +361,10 @@ public actor Agent: ClientHandler {
                 default: break
                 }
                 if !sessionSeal.isEmpty { refreshSessionSeal() }
-                if case .stateChanged(let peer, _, _) = event, let info = peers(now: now).peers.first(where: { $0.peerID == peer.hex }) {
-                    broadcast(PeerChangedEvent(hostTimeNs: hostTime(now), peer: info), topic: .peers)
+                // Only the peer that changed, and only for a watcher: at start a device meets
+                // every peer, and listing them all at each meeting was 5 % of its CPU at 64.
+                if case .stateChanged(let peer, _, _) = event, isWatched(.peers), let p = node.membership.peers[peer] {
+                    broadcast(PeerChangedEvent(hostTimeNs: hostTime(now), peer: info(p, now: now)), topic: .peers)
                 }
             case .groupChanged(let change):
                 publish(change, now: now)
