@@ -137,6 +137,8 @@ enum SampleMessages {
             ("session-offer", .sessionOffer(ephemeral: Array(0..<32))),
             ("session-answer", .sessionAnswer(ephemeral: Array(32..<64), offer: Array(0..<32))),
             ("key-ack", .keyAck(epoch: .max)),
+            ("intake-none", .intake(.zero)),
+            ("intake-max", .intake(.nanoseconds(Limits.intakeNs.upperBound))),
         ]
     }
 }

@@ -118,6 +118,7 @@ struct VectorTests {
             ("session offer", .sessionOffer(ephemeral: Array(0..<32))),
             ("session answer", .sessionAnswer(ephemeral: Array(32..<64), offer: Array(0..<32))),
             ("key ack", .keyAck(epoch: 2)),
+            ("intake", .intake(.milliseconds(42))),
         ]
     }
 

@@ -497,7 +497,7 @@ public struct Coordinator: Sendable {
             if let hash, !players.isEmpty, !players.contains(where: { $0.itemHash == hash }) { continue }
             let estimate = view.resolvedClock(of: peer, at: now)
             let start = players.filter { hash == nil || $0.itemHash == hash }.map(\.startLatency).max() ?? .zero
-            let acked = view.ackDelays.worst(of: peer, now: now) ?? view.ackDelays.worstIntake(now: now)
+            let acked = view.ackDelays.expected(for: peer, now: now)
             let roundTrip = max(estimate?.delay ?? .zero, acked ?? .zero)
             terms.append(.init(roundTrip: roundTrip, clockBound: estimate?.errorBoundSpan(at: now) ?? .zero, startLatency: start))
         }

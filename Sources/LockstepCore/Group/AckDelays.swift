@@ -18,6 +18,11 @@
 /// their clocks' error). In a group where a command reaches the last peer 50 ms after its issue
 /// (64 agents sharing two cores), the first command of a node that never issued one was
 /// anchored 35 ms ahead and nearly every player started late.
+///
+/// An intake is one place in another origin's burst, and a node that has seen few operations
+/// may have seen only early places. So each peer also publishes its own longest intake
+/// (``Publication``, the `intake` message), and for a peer not timed the lead takes the longer
+/// of that and this node's own: the peer's record of how long operations take to reach it.
 public struct AckDelays: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// Delays kept per peer (the latest).
@@ -40,6 +45,8 @@ public struct AckDelays: Sendable, Equatable {
     public let configuration: Configuration
     private var samples: [PeerID: [Sample]] = [:]
     private var intakes: [Sample] = []
+    /// What each peer published of its intakes, and when it arrived.
+    private var published: [PeerID: Sample] = [:]
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -73,9 +80,31 @@ public struct AckDelays: Sendable, Equatable {
         intakes.removeAll()
     }
 
+    /// `peer` published, at `now`, how long operations lately took to reach it (zero: none
+    /// lately, which withdraws what it published before). Counts for ``Configuration/memory``.
+    public mutating func recordPublished(_ intake: TimeSpan, from peer: PeerID, at now: LocalTime) {
+        published[peer] = intake > .zero ? Sample(at: now, delay: intake) : nil
+    }
+
+    /// What `peer` published of its intakes, while it counts at `now`.
+    public func publishedIntake(of peer: PeerID, now: LocalTime) -> TimeSpan? {
+        published[peer].flatMap { now - $0.at <= configuration.memory ? $0.delay : nil }
+    }
+
+    /// How long an operation of this node is expected to take to reach `peer`: the longest of
+    /// its timed acknowledgements, or, when it has none, the longer of the peer's published
+    /// intake and this node's own longest; nil when nothing is known.
+    public func expected(for peer: PeerID, now: LocalTime) -> TimeSpan? {
+        if let acked = worst(of: peer, now: now) { return acked }
+        let own = worstIntake(now: now), theirs = publishedIntake(of: peer, now: now)
+        guard let own else { return theirs }
+        return theirs.map { max($0, own) } ?? own
+    }
+
     /// `peer` left for good, or restarted: its delays were another life's.
     public mutating func forget(_ peer: PeerID) {
         samples[peer] = nil
+        published[peer] = nil
     }
 
     /// `list` with `sample` added, the ``Configuration/kept`` latest.

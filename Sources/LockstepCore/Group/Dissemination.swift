@@ -43,6 +43,8 @@ public struct Dissemination: Sendable {
     public private(set) var participants: [PeerID: ParticipantRecord] = [:]
     /// How long peers took to acknowledge this node's operations (for the lead of commands).
     public private(set) var ackDelays = AckDelays()
+    /// What this node told its peers of its intakes.
+    public private(set) var intakePublication: IntakePublication
     /// Where the next anti-entropy round starts in the sorted list of reachable peers.
     private var antiEntropyCursor = 0
     /// The registers each peer sent lately, merged: a checkpoint vector is taken only when they
@@ -56,6 +58,7 @@ public struct Dissemination: Sendable {
         self.incarnation = incarnation
         self.replica = Replica(me: me, incarnation: incarnation, configuration: configuration)
         self.clock = GroupClock(me: me)
+        self.intakePublication = IntakePublication(stagger: IntakePublication.stagger(for: me))
         self.participants[me] = ParticipantRecord(peer: me, incarnation: incarnation, version: 0, players: [])
     }
 
@@ -120,6 +123,7 @@ public struct Dissemination: Sendable {
         var out: [Directive] = [.send(.digest(replica.digest, wantsReply: true), to: peer)]
         out += participantDigests(wantsReply: true).map { .send($0, to: peer) }
         if let mine = participants[me] { out.append(.send(.participant(mine), to: peer)) }
+        if intakePublication.published > .zero { out.append(.send(.intake(intakePublication.published), to: peer)) }
         return out
     }
 
@@ -168,6 +172,7 @@ public struct Dissemination: Sendable {
             // Pushed by its origin (not repaired by anti-entropy): how long it took to get here.
             if wantsAck, sender == op.stamp.origin {
                 ackDelays.recordIntake(.nanoseconds(stampNow.subtractingSaturating(op.stamp.time)), at: now)
+                intakePublication.onIntake(now: now)
             }
             let concurrent = newReport(since: reportsBefore)
             guard replica.state != before || concurrent != nil else { return ack }
@@ -225,6 +230,18 @@ public struct Dissemination: Sendable {
     /// tell, goes to ``ackDelays``.
     public mutating func onAck(_ id: OperationID, from peer: PeerID, now: LocalTime) {
         if let delay = replica.acknowledged(id, by: peer, now: now) { ackDelays.record(delay, from: peer, at: now) }
+    }
+
+    /// `sender` published how long operations lately took to reach it.
+    public mutating func onIntake(_ intake: TimeSpan, from sender: PeerID, now: LocalTime) {
+        ackDelays.recordPublished(intake, from: sender, at: now)
+    }
+
+    /// This node's intakes told to every peer in `peers`, when they changed enough
+    /// (``IntakePublication``).
+    private mutating func publishIntake(now: LocalTime, peers: [PeerID]) -> [Directive] {
+        guard let value = intakePublication.onCheck(worst: ackDelays.worstIntake(now: now), now: now) else { return [] }
+        return peers.map { .send(.intake(value), to: $0) }
     }
 
     /// Anti-entropy: `sender` (running as `replica`) has what `digest` says. It gets the
@@ -308,9 +325,10 @@ public struct Dissemination: Sendable {
 
     // MARK: - Time
 
-    /// Retransmissions due, and the anti-entropy round when it is due.
+    /// Retransmissions due, the anti-entropy round when it is due, and this node's intakes when
+    /// they changed enough to tell again (a withdrawal once they aged out).
     public mutating func onTick(now: LocalTime, peers: [PeerID], rtt: (PeerID) -> TimeSpan?) -> [Directive] {
-        var out: [Directive] = []
+        var out = publishIntake(now: now, peers: peers)
         let reachable = Set(peers)
         for (op, peer) in replica.retransmissions(now: now, rtt: rtt) where reachable.contains(peer) {
             out.append(.send(.operation(op, wantsAck: true), to: peer))
@@ -340,7 +358,7 @@ public struct Dissemination: Sendable {
 
     /// When ``onTick(now:peers:rtt:)`` next has work.
     public func nextDeadline(now: LocalTime) -> LocalTime {
-        replica.nextDeadline(now: now)
+        min(replica.nextDeadline(now: now), intakePublication.checkAt ?? .distantFuture)
     }
 
     // MARK: - Helpers

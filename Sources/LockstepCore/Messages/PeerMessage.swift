@@ -58,6 +58,11 @@ public enum PeerMessage: Equatable, Sendable {
     case clockReport(ClockReport)
     /// The sender's players' sync errors, or a request for the receiver's (see ``SyncReport``).
     case syncReport(SyncReport)
+    /// How long operations pushed by their origins lately took to reach the sender, from their
+    /// stamp to their arrival (its longest recent intake, with headroom; zero: none lately):
+    /// an origin that has not timed the sender's acknowledgements anchors a command at least
+    /// that far ahead (``AckDelays``). Within ``Limits/intakeNs``.
+    case intake(TimeSpan)
     /// The group key of an epoch, and the devices removed from the group as the sender knows
     /// them; sent pairwise (sealed under the key the two devices share), never under a group key.
     case epochKey(epoch: UInt32, key: [UInt8], removed: [PeerID])

@@ -152,6 +152,10 @@ public struct Node: Sendable {
             guard membership.peers[sender] != nil else { break }
             let membership = membership
             out += run(group.onParticipant(record, from: sender, reachable: membership.isReachable), from: sender)
+        case .intake(let intake):
+            // Like a participant record: only from peers membership keeps.
+            guard membership.peers[sender] != nil else { break }
+            group.onIntake(intake, from: sender, now: now)
         case .epochKey, .keyAck, .memberKey, .sessionOffer, .sessionAnswer:
             // The group key's protocol lives with the keys, in the shell's wire module.
             break

@@ -38,4 +38,6 @@ public enum Limits {
     public static let clockResultRoundTripNs: Int64 = 10 * 1_000_000_000
     /// A clock report's round trip: at most 10 s.
     public static let reportDelayNs: ClosedRange<Int64> = 0...(10 * 1_000_000_000)
+    /// A peer's published intake (`intake`): at most 2 s, the lead's cap (``LeadTime/Configuration/cap``).
+    public static let intakeNs: ClosedRange<Int64> = 0...(2 * 1_000_000_000)
 }

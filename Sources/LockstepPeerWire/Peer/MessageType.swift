@@ -20,6 +20,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case checkpointVector = 0x18
     case clockReport = 0x20
     case syncReport = 0x21
+    case intake = 0x22
     case epochKey = 0x30
     case keyAck = 0x31
     case memberKey = 0x32
@@ -46,6 +47,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .participant: self = .participant
         case .clockReport: self = .clockReport
         case .syncReport: self = .syncReport
+        case .intake: self = .intake
         case .epochKey: self = .epochKey
         case .memberKey: self = .memberKey
         case .sessionOffer: self = .sessionOffer
@@ -74,6 +76,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .participant: "participant"
         case .clockReport: "clock_report"
         case .syncReport: "sync_report"
+        case .intake: "intake"
         case .epochKey: "epoch_key"
         case .memberKey: "member_key"
         case .sessionOffer: "session_offer"

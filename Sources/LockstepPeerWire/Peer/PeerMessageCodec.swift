@@ -119,6 +119,8 @@ extension PeerMessage {
                 w.u32(e.playerID)
                 w.i64(e.error.ns)
             }
+        case .intake(let span):
+            w.i64(Swift.min(Swift.max(span.ns, Limits.intakeNs.lowerBound), Limits.intakeNs.upperBound))
         case .epochKey(let epoch, let key, let removed):
             w.u32(epoch)
             w.raw(key)
@@ -386,6 +388,8 @@ extension PeerMessage {
                 entries.append(.init(playerID: player, error: .nanoseconds(try r.i64("entry.error", within: Limits.syncErrorNs))))
             }
             message = .syncReport(SyncReport(wantsReports: flags & 1 != 0, entries: entries))
+        case .intake:
+            message = .intake(.nanoseconds(try r.i64("intake", within: Limits.intakeNs)))
         case .epochKey:
             let epoch = try r.u32("epoch")
             let key = Array(try r.raw(32, "key"))

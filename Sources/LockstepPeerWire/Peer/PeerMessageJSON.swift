@@ -17,6 +17,7 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
         case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint, after, more, addresses
+        case intakeNs = "intake_ns"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -61,6 +62,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .clockReport(try c.decode(ClockReport.self, forKey: .report))
         case "sync_report":
             message = .syncReport(try c.decode(SyncReport.self, forKey: .report))
+        case "intake":
+            message = .intake(.nanoseconds(try c.decode(Int64.self, forKey: .intakeNs)))
         case "epoch_key":
             message = .epochKey(epoch: try c.decode(UInt32.self, forKey: .epoch), key: try c.decode([UInt8].self, forKey: .key), removed: try c.decode([PeerID].self, forKey: .removed))
         case "session_offer":
@@ -136,6 +139,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(r, forKey: .report)
         case .syncReport(let r):
             try c.encode(r, forKey: .report)
+        case .intake(let span):
+            try c.encode(span.ns, forKey: .intakeNs)
         case .epochKey(let epoch, let key, let removed):
             try c.encode(epoch, forKey: .epoch)
             try c.encode(key, forKey: .key)

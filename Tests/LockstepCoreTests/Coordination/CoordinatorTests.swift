@@ -89,7 +89,7 @@ struct CoordinatorTests {
         #expect(play?.at == Self.t0 + before + .milliseconds(40))
     }
 
-    @Test("for a peer this node never timed, the lead counts the longest recent intake of others' operations; a peer it timed, its own acknowledgements")
+    @Test("for a peer this node never timed, the lead counts the longest recent intake of others' operations, here or as the peer published it; a peer it timed, its own acknowledgements")
     func leadCountsIntakeForPeersNotTimed() {
         let k = Self.coordinator()
         let plain = Self.view([Self.record(.paused)], current: Self.film, participants: [Self.player(2, .ready)], reachable: [Self.bob])
@@ -101,6 +101,8 @@ struct CoordinatorTests {
         }
         #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0) - before == .milliseconds(50), "bob never acknowledged this node")
         #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0 + .seconds(601)) == before, "an intake 10 minutes old no longer counts")
+        delays.recordPublished(.milliseconds(80), from: Self.bob, at: Self.t0)
+        #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0) - before == .milliseconds(80), "bob said operations take 80 ms to reach it")
         delays.record(.milliseconds(4), from: Self.bob, at: Self.t0)
         #expect(k.leadTime(for: Self.film, view: view(delays), now: Self.t0) - before == .milliseconds(4), "bob's own acknowledgements, once timed")
     }

@@ -45,11 +45,31 @@ struct AckDelaysTests {
         #expect(d.worst(of: Self.bob, now: Self.t0 + .seconds(10)) == nil, "intakes are nobody's acknowledgements")
     }
 
-    @Test("forgetting a peer drops its delays")
+    @Test("forgetting a peer drops its delays and what it published")
     func forget() {
         var d = AckDelays()
         d.record(.milliseconds(9), from: Self.bob, at: Self.t0)
+        d.recordPublished(.milliseconds(30), from: Self.bob, at: Self.t0)
         d.forget(Self.bob)
         #expect(d.worst(of: Self.bob, now: Self.t0) == nil)
+        #expect(d.publishedIntake(of: Self.bob, now: Self.t0) == nil)
+    }
+
+    @Test("the delay expected for a peer: its acknowledgements once timed, else the longer of its published intake and this node's own, for 10 minutes; zero withdraws a publication")
+    func expected() {
+        var d = AckDelays()
+        #expect(d.expected(for: Self.bob, now: Self.t0) == nil)
+        d.recordIntake(.milliseconds(20), at: Self.t0)
+        #expect(d.expected(for: Self.bob, now: Self.t0) == .milliseconds(20), "this node's own intake")
+        d.recordPublished(.milliseconds(45), from: Self.bob, at: Self.t0)
+        #expect(d.expected(for: Self.bob, now: Self.t0) == .milliseconds(45), "bob's is longer")
+        #expect(d.expected(for: Self.carol, now: Self.t0) == .milliseconds(20), "carol published nothing")
+        d.recordPublished(.milliseconds(5), from: Self.carol, at: Self.t0)
+        #expect(d.expected(for: Self.carol, now: Self.t0) == .milliseconds(20), "carol's is shorter than this node's own")
+        #expect(d.expected(for: Self.bob, now: Self.t0 + .seconds(601)) == nil, "both are 10 minutes old")
+        d.record(.milliseconds(3), from: Self.bob, at: Self.t0)
+        #expect(d.expected(for: Self.bob, now: Self.t0) == .milliseconds(3), "bob's own acknowledgements, once timed")
+        d.recordPublished(.zero, from: Self.carol, at: Self.t0 + .seconds(1))
+        #expect(d.publishedIntake(of: Self.carol, now: Self.t0 + .seconds(1)) == nil, "withdrawn")
     }
 }

@@ -96,6 +96,28 @@ struct DisseminationTests {
         #expect(g.ackDelays.worstIntake(now: Self.t0) == nil, "read on the clock before its step")
     }
 
+    @Test("a node tells every peer its intake once the burst has settled and its own stagger passed, tells a peer that becomes reachable, and keeps what peers tell it")
+    func intakePublished() {
+        var g = Dissemination(me: Self.me, incarnation: 4)
+        g.onMembers([Self.bobReplica])
+        let peers = [Self.bob, Self.carol]
+        _ = g.onOperation(Self.op(1, time: Self.t0.ns - 40_000_000), wantsAck: true, from: Self.bob, source: Self.source, now: Self.t0)
+        let due = Self.t0 + IntakePublication.settle + g.intakePublication.stagger
+        #expect(g.intakePublication.stagger == IntakePublication.stagger(for: Self.me))
+        #expect(g.nextDeadline(now: Self.t0) <= due, "a tick is due when it has settled")
+        func intakes(_ d: [Dissemination.Directive]) -> [PeerID: TimeSpan] {
+            Dictionary(uniqueKeysWithValues: d.compactMap { if case .send(.intake(let v), let to) = $0 { (to, v) } else { nil } })
+        }
+        #expect(intakes(g.onTick(now: due - .milliseconds(1), peers: peers, rtt: { _ in nil })).isEmpty, "not while the burst goes on")
+        #expect(intakes(g.onTick(now: due, peers: peers, rtt: { _ in nil })) == [Self.bob: .milliseconds(50), Self.carol: .milliseconds(50)])
+        #expect(intakes(g.onTick(now: Self.t0 + .seconds(2), peers: peers, rtt: { _ in nil })).isEmpty, "told once")
+        #expect(intakes(g.onPeerReachable(Self.carol)) == [Self.carol: .milliseconds(50)])
+        g.onIntake(.milliseconds(70), from: Self.carol, now: Self.t0)
+        #expect(g.ackDelays.expected(for: Self.carol, now: Self.t0) == .milliseconds(70))
+        g.onPeerGone(Self.carol)
+        #expect(g.ackDelays.publishedIntake(of: Self.carol, now: Self.t0) == nil, "another life's")
+    }
+
     @Test("an operation from a peer is acknowledged and applied; a duplicate only acknowledged; one waiting for an earlier one is not acknowledged")
     func apply() {
         var g = Dissemination(me: Self.me, incarnation: 4)

@@ -94,6 +94,14 @@ struct NodeTests {
         #expect(real.contains(.membership(.stateChanged(Self.bob, from: .reachable, to: .lost))))
     }
 
+    @Test("a peer's published intake is kept for the lead of this node's commands")
+    func intakeKept() {
+        var n = Self.node()
+        _ = n.onMessage(.intake(.milliseconds(80)), from: Self.bob, incarnation: 7, source: Self.path, receivedAt: Self.t0, now: Self.t0)
+        #expect(n.group.ackDelays.publishedIntake(of: Self.bob, now: Self.t0) == .milliseconds(80))
+        #expect(n.group.ackDelays.expected(for: Self.bob, now: Self.t0) == .milliseconds(80))
+    }
+
     @Test("a key message is not the core's: it changes nothing")
     func keysAreNotTheCores() {
         var n = Self.node()
