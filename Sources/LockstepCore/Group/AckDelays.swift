@@ -21,7 +21,7 @@
 ///
 /// An intake is one place in another origin's burst, and a node that has seen few operations
 /// may have seen only early places. So each peer also publishes its own longest intake
-/// (``Publication``, the `intake` message), and for a peer not timed the lead takes the longer
+/// (``IntakePublication``, the `intake` message), and for a peer not timed the lead takes the longer
 /// of that and this node's own: the peer's record of how long operations take to reach it.
 public struct AckDelays: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {

@@ -120,7 +120,7 @@ extension PeerMessage {
                 w.i64(e.error.ns)
             }
         case .intake(let span):
-            w.i64(Swift.min(Swift.max(span.ns, Limits.intakeNs.lowerBound), Limits.intakeNs.upperBound))
+            w.i64(span.clamped(to: Limits.intakeNs).ns)
         case .epochKey(let epoch, let key, let removed):
             w.u32(epoch)
             w.raw(key)
