@@ -88,7 +88,7 @@ public struct AckDelays: Sendable, Equatable {
 
     /// What `peer` published of its intakes, while it counts at `now`.
     public func publishedIntake(of peer: PeerID, now: LocalTime) -> TimeSpan? {
-        published[peer].flatMap { now - $0.at <= configuration.memory ? $0.delay : nil }
+        published[peer].flatMap { counts($0, at: now) ? $0.delay : nil }
     }
 
     /// How long an operation of this node is expected to take to reach `peer`: the longest of
@@ -114,6 +114,11 @@ public struct AckDelays: Sendable, Equatable {
 
     /// The longest delay of `list` still counting at `now`.
     private func longest(in list: [Sample], now: LocalTime) -> TimeSpan? {
-        list.filter { now - $0.at <= configuration.memory }.map(\.delay).max()
+        list.filter { counts($0, at: now) }.map(\.delay).max()
+    }
+
+    /// Whether `sample` still counts at `now` (taken within ``Configuration/memory``).
+    private func counts(_ sample: Sample, at now: LocalTime) -> Bool {
+        now - sample.at <= configuration.memory
     }
 }
