@@ -126,6 +126,14 @@ extension Agent {
                     return false
                 }
                 if !execute(then) { return false }
+            case .save(let group):
+                do {
+                    try StateDirectory(path: configuration.stateDirectory).saveGroup(group)
+                } catch {
+                    let retry = keys.configuration.saveRetry
+                    logger.error("cannot save the group's members; keeping them in memory, trying again", metadata: ["error": "\(error)", "retry.seconds": "\(retry.seconds)"])
+                    keys.onSaveFailed(now: now())
+                }
             case .accept(let accepted):
                 transport?.opener.accept(accepted)
             case .acceptPairs(let pairs):

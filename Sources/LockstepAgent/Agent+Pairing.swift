@@ -59,7 +59,7 @@ extension Agent {
                 transport?.send(message, to: endpoint)
             case .admit(let key, let name):
                 logger.notice("paired a new device", metadata: ["member.name": "\(name)", "member.fingerprint": "\(key.fingerprint)"])
-                execute(keys.onMemberKey(key.bytes, name: name, from: key.peerID, epochByte: nil))
+                execute(keys.onMemberKey(key.bytes, name: name, from: key.peerID, epochByte: nil, now: now()))
             case .joined(let group):
                 let request = pendingJoin
                 pendingJoin = nil

@@ -234,6 +234,7 @@ public actor Agent: ClientHandler {
         if let transport {
             for case .send(let message, let endpoint) in node.onShutdown() { transport.send(message, to: endpoint) }
         }
+        execute(keys.onStop())
         stopped = true
         if let timer { loop.cancel(timer) }
         timer = nil
@@ -267,7 +268,7 @@ public actor Agent: ClientHandler {
         case .keyAck(let epoch):
             keys.onKeyAck(epoch: epoch, from: d.sender)
         case .memberKey(let key, let name):
-            execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte))
+            execute(keys.onMemberKey(key, name: name, from: d.sender, epochByte: d.epochByte, now: now))
         default:
             let proven = d.epochByte == GroupKey.sessionEpochByte || d.epochByte == GroupKey.pairEpochByte
             if !proven, sessions.isConfirmed(d.sender), node.membership.peers[d.sender]?.provenIncarnation == d.incarnation {

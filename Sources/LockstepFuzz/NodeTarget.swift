@@ -59,7 +59,7 @@ enum NodeTarget {
             case .epochKey(let epoch, let key, let removed):
                 _ = w.keys.onEpochKey(epoch: epoch, key: key, removed: removed, from: peer, pairwise: input.byte() & 1 == 0, now: w.now)
             case .memberKey(let key, let name):
-                _ = w.keys.onMemberKey(key, name: name, from: peer, epochByte: input.byte())
+                _ = w.keys.onMemberKey(key, name: name, from: peer, epochByte: input.byte(), now: w.now)
             case .keyAck(let epoch):
                 w.keys.onKeyAck(epoch: epoch, from: peer)
             default:

@@ -175,6 +175,31 @@ struct AgentLogicTests {
         }
     }
 
+    @Test("an admitted member is written to the group file once the save delay is over, together with those admitted meanwhile, and at stop, moved by hand")
+    func admissionsSaved() async throws {
+        try await withTemporaryDirectory { dir in
+            let h = try Harness(dir: dir)
+            let state = StateDirectory(path: dir + "/state")
+            func saved(_ d: DeviceIdentity) throws -> Bool { try state.loadGroup("default")?.roster.isMember(d.peerID) == true }
+            let members = (2...3).map { DeviceIdentity(rawRepresentation: Array(repeating: UInt8($0), count: 32))! }
+            for m in members { await h.agent.admit(m, name: "m\(m.peerID.short)") }
+            #expect(await h.agent.keys.roster.isMember(members[1].peerID))
+            #expect(try !saved(members[0]))
+            h.clock.advance(by: 999_000_000)
+            await h.agent.tick()
+            #expect(try !saved(members[0]))
+            h.clock.advance(by: 1_000_000)
+            await h.agent.tick()
+            #expect(try saved(members[0]) && saved(members[1]))
+
+            let late = DeviceIdentity(rawRepresentation: Array(repeating: 4, count: 32))!
+            await h.agent.admit(late, name: "late")
+            #expect(try !saved(late))
+            await h.agent.stop()
+            #expect(try saved(late))
+        }
+    }
+
     @Test("a key rotation seals under the new key only after the grace period, moved by hand")
     func rotation() async throws {
         try await withTemporaryDirectory { dir in
@@ -194,5 +219,12 @@ struct AgentLogicTests {
             #expect(await h.agent.keys.nextDeadline == nil)
             #expect(await h.agent.keys.acceptedKeys.map(\.epoch) == [2])
         }
+    }
+}
+
+extension Agent {
+    /// `device` announces its key under the current group key, as a member's `member_key` does.
+    func admit(_ device: DeviceIdentity, name: String) {
+        execute(keys.onMemberKey(device.member.bytes, name: name, from: device.peerID, epochByte: UInt8(truncatingIfNeeded: keys.group.epoch), now: now()))
     }
 }

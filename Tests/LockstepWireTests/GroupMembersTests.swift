@@ -75,7 +75,7 @@ struct GroupMembersTests {
                 agents[to]!.onKeyAck(epoch: epoch, from: from)
             case .memberKey(let key, let name):
                 let sealedWith = UInt8(truncatingIfNeeded: agents[from]!.group.epoch)
-                deliver(from: to, agents[to]!.onMemberKey(key, name: name, from: from, epochByte: sealedWith))
+                deliver(from: to, agents[to]!.onMemberKey(key, name: name, from: from, epochByte: sealedWith, now: now))
             default: break
             }
         }
@@ -125,7 +125,7 @@ struct GroupMembersTests {
         var net = Net(["a", "b"])
         let intruder = DeviceIdentity(rawRepresentation: Array(repeating: 99, count: 32))!
         var a = net[ "a"]
-        let out = a.onMemberKey(intruder.member.bytes, name: "fake b", from: net.id("b"), epochByte: 1)
+        let out = a.onMemberKey(intruder.member.bytes, name: "fake b", from: net.id("b"), epochByte: 1, now: net.now)
         #expect(out == [.refused(.notOwnKey, from: net.id("b"))])
         #expect(a.roster.member(net.id("b"))?.name == "b")
         net.agents[net.id("a")] = a
@@ -137,12 +137,57 @@ struct GroupMembersTests {
         var a = net["a"]
         _ = try a.onRotate(newKeyBytes: net.nextKey(), now: net.now)
         let newcomer = DeviceIdentity(rawRepresentation: Array(repeating: 42, count: 32))!
-        #expect(a.onMemberKey(newcomer.member.bytes, name: "late", from: newcomer.peerID, epochByte: 1) == [.refused(.memberKeyOldKey, from: newcomer.peerID)])
+        #expect(a.onMemberKey(newcomer.member.bytes, name: "late", from: newcomer.peerID, epochByte: 1, now: net.now) == [.refused(.memberKeyOldKey, from: newcomer.peerID)])
         #expect(!a.roster.isMember(newcomer.peerID))
-        #expect(a.onMemberKey(net.devices["b"]!.member.bytes, name: "b", from: net.id("b"), epochByte: 1).isEmpty)
+        #expect(a.onMemberKey(net.devices["b"]!.member.bytes, name: "b", from: net.id("b"), epochByte: 1, now: net.now).isEmpty)
         let current = UInt8(truncatingIfNeeded: a.group.epoch)
-        #expect(a.onMemberKey(newcomer.member.bytes, name: "late", from: newcomer.peerID, epochByte: current).contains(.notice(.admitted(newcomer.peerID, name: "late"))))
+        #expect(a.onMemberKey(newcomer.member.bytes, name: "late", from: newcomer.peerID, epochByte: current, now: net.now).contains(.notice(.admitted(newcomer.peerID, name: "late"))))
         net.agents[net.id("a")] = a
+    }
+
+    @Test("admissions take effect at once and are saved together once the save delay is over; a failed save is tried again later; stopping saves what is pending")
+    func admissionsSavedTogether() {
+        let code = GroupIdentity(name: "home", key: GroupKey(bytes: Array(repeating: 5, count: 32), epoch: 1)!)
+        var a = GroupMembers(group: code, me: DeviceIdentity(rawRepresentation: Array(repeating: 1, count: 32))!)
+        let t0 = LocalTime(ns: 1_000_000_000)
+        _ = a.onStart(name: "a", now: t0)
+        #expect(a.nextDeadline == nil)
+        func saves(_ d: [GroupMembers.Directive]) -> [GroupIdentity] {
+            d.compactMap { if case .save(let g) = $0 { g } else { nil } }
+        }
+        let others = (2...4).map { DeviceIdentity(rawRepresentation: Array(repeating: UInt8($0), count: 32))! }
+        for (i, o) in others.enumerated() {
+            let out = a.onMemberKey(o.member.bytes, name: "m\(i)", from: o.peerID, epochByte: 1, now: t0 + .milliseconds(Int64(100 * i)))
+            // In effect at once: its pair key is accepted, nothing waits for the disk.
+            #expect(out.contains(.acceptPairs(a.pairKeys)))
+            #expect(!out.contains { if case .install = $0 { true } else { false } })
+            #expect(a.roster.isMember(o.peerID))
+        }
+        let due = t0 + a.configuration.saveDelay
+        #expect(a.nextDeadline == due)
+        #expect(saves(a.onTick(now: due - .milliseconds(1), reachable: [])).isEmpty)
+        let first = saves(a.onTick(now: due, reachable: []))
+        #expect(first.count == 1)
+        #expect(Set(first.first?.roster.members.keys ?? [:].keys) == Set(others.map(\.peerID) + [a.me.peerID]))
+        #expect(saves(a.onTick(now: due + .seconds(5), reachable: [])).isEmpty)
+        #expect(a.nextDeadline == nil)
+
+        // A new name, a save that fails: tried again after the retry, not at every tick.
+        let t1 = due + .seconds(10)
+        _ = a.onMemberKey(others[0].member.bytes, name: "renamed", from: others[0].peerID, epochByte: 1, now: t1)
+        #expect(a.roster.member(others[0].peerID)?.name == "renamed")
+        let renamed = t1 + a.configuration.saveDelay
+        #expect(saves(a.onTick(now: renamed, reachable: [])).first?.roster.member(others[0].peerID)?.name == "renamed")
+        a.onSaveFailed(now: renamed)
+        #expect(saves(a.onTick(now: renamed + a.configuration.saveDelay, reachable: [])).isEmpty)
+        #expect(saves(a.onTick(now: renamed + a.configuration.saveRetry, reachable: [])).count == 1)
+
+        // Stopping saves what is pending, and only then.
+        #expect(saves(a.onStop()).isEmpty)
+        let late = DeviceIdentity(rawRepresentation: Array(repeating: 9, count: 32))!
+        _ = a.onMemberKey(late.member.bytes, name: "late", from: late.peerID, epochByte: 1, now: t1 + .seconds(30))
+        #expect(saves(a.onStop()).first?.roster.isMember(late.peerID) == true)
+        #expect(a.nextDeadline == nil)
     }
 
     @Test("a pair key is the same on both sides and different for every pair")
@@ -181,7 +226,7 @@ struct GroupMembersTests {
         // The removed device's datagrams are refused, and its key announcements too.
         var b = net["b"]
         #expect(b.onDatagram(from: net.id("r"), source: Self.ep, epochByte: 1, now: net.now).accepted == false)
-        #expect(b.onMemberKey(net.devices["r"]!.member.bytes, name: "r", from: net.id("r"), epochByte: 1) == [.refused(.removedMember, from: net.id("r"))])
+        #expect(b.onMemberKey(net.devices["r"]!.member.bytes, name: "r", from: net.id("r"), epochByte: 1, now: net.now) == [.refused(.removedMember, from: net.id("r"))])
         // Acknowledged by b and c: nothing left to resend.
         #expect(net["a"].unacknowledged == 0)
     }

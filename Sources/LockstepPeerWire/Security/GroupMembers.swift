@@ -38,6 +38,12 @@ public struct GroupMembers: Sendable {
         public var pushInterval: TimeSpan = .seconds(1)
         /// Members announce their device key to every reachable member this often.
         public var announceInterval: TimeSpan = .seconds(30)
+        /// An admission or a new name is saved this long after it, with any that follow: one
+        /// write while a group of 64 forms, not one per member (each is a synced file). Lost in a
+        /// crash, it comes back with the member's next announcement.
+        public var saveDelay: TimeSpan = .seconds(1)
+        /// A save that failed is tried again this long after.
+        public var saveRetry: TimeSpan = .seconds(10)
 
         public init() {}
     }
@@ -47,6 +53,9 @@ public struct GroupMembers: Sendable {
         /// Save `group` (the agent's state directory); only if that works, carry out `then`.
         /// If it fails, call ``onInstallFailed()``.
         case install(GroupIdentity, then: [Directive])
+        /// Save `group`; nothing waits on it (admissions and names, ``Configuration/saveDelay``).
+        /// If it fails, call ``onSaveFailed(now:)``.
+        case save(GroupIdentity)
         /// Open datagrams sealed under these group keys (and no others).
         case accept([GroupKey])
         /// Open pairwise-sealed datagrams from these members, under these keys (and no others).
@@ -124,6 +133,8 @@ public struct GroupMembers: Sendable {
     private var announced: [PeerID: LocalTime] = [:]
     /// The group as it was before the install in progress, restored if it cannot be saved.
     private var beforeInstall: GroupIdentity?
+    /// When admissions or names not saved yet are due to be (``Directive/save(_:)``).
+    private var saveDue: LocalTime?
 
     public init(group: GroupIdentity, me: DeviceIdentity, configuration: Configuration = .init()) {
         self.group = group
@@ -239,8 +250,9 @@ public struct GroupMembers: Sendable {
 
     /// A device announces its key, sealed under the group key of epoch byte `epochByte` (nil:
     /// vouched for otherwise, by pairing): admitted unless it was removed, and only under the
-    /// current key if it is not a member yet.
-    public mutating func onMemberKey(_ key: [UInt8], name: String, from sender: PeerID, epochByte: UInt8?) -> [Directive] {
+    /// current key if it is not a member yet. An admission or a new name takes effect at once
+    /// and is saved within ``Configuration/saveDelay`` (``onTick(now:reachable:)``).
+    public mutating func onMemberKey(_ key: [UInt8], name: String, from sender: PeerID, epochByte: UInt8?, now: LocalTime) -> [Directive] {
         guard let member = MemberKey(bytes: key), member.peerID == sender else { return [.refused(.notOwnKey, from: sender)] }
         if let e = epochByte, e != GroupKey.sessionEpochByte, e != UInt8(truncatingIfNeeded: group.epoch), !group.roster.isMember(sender), !group.roster.isRemoved(sender) {
             return [.refused(.memberKeyOldKey, from: sender)]
@@ -251,15 +263,32 @@ public struct GroupMembers: Sendable {
         case .full: return [.refused(.rosterFull, from: sender)]
         case .unchanged: return []
         case .renamed:
-            beforeInstall = group
             group.roster = roster
-            return [.install(group, then: [])]
+            saveLater(now: now)
+            return []
         case .added:
-            beforeInstall = group
             group.roster = roster
             refreshPairKeys()
-            return [.install(group, then: [.acceptPairs(pairKeys)]), .notice(.admitted(sender, name: name))]
+            saveLater(now: now)
+            return [.acceptPairs(pairKeys), .notice(.admitted(sender, name: name))]
         }
+    }
+
+    private mutating func saveLater(now: LocalTime) {
+        if saveDue == nil { saveDue = now + configuration.saveDelay }
+    }
+
+    /// The agent could not save the group of a ``Directive/save(_:)``: it keeps what it holds in
+    /// memory and tries again after ``Configuration/saveRetry``.
+    public mutating func onSaveFailed(now: LocalTime) {
+        saveDue = now + configuration.saveRetry
+    }
+
+    /// The agent stops: what is not saved yet is saved now.
+    public mutating func onStop() -> [Directive] {
+        guard saveDue != nil else { return [] }
+        saveDue = nil
+        return [.save(group)]
     }
 
     /// An `epoch_key` from `sender`, which arrived sealed pairwise if `pairwise`.
@@ -360,11 +389,16 @@ public struct GroupMembers: Sendable {
         return [.sendPairwise(epochKeyMessage(), to: source, peer: sender)]
     }
 
-    /// Time passes: `epoch_key`s sent again to members that have not acknowledged them, sealing
-    /// under a rotated key after its grace, the previous key forgotten after its life, and this
-    /// device's key announced to `reachable` peers it has not told lately.
+    /// Time passes: admissions and names saved once their delay is over, `epoch_key`s sent again
+    /// to members that have not acknowledged them, sealing under a rotated key after its grace,
+    /// the previous key forgotten after its life, and this device's key announced to `reachable`
+    /// peers it has not told lately.
     public mutating func onTick(now: LocalTime, reachable: [PeerID]) -> [Directive] {
         var out: [Directive] = []
+        if let due = saveDue, now >= due {
+            saveDue = nil
+            out.append(.save(group))
+        }
         if var d = delivery {
             if d.epoch != group.epoch || d.awaiting.isEmpty || d.retries >= configuration.maxRetries {
                 delivery = nil
@@ -420,6 +454,7 @@ public struct GroupMembers: Sendable {
         if let d = delivery, !d.awaiting.isEmpty, d.retries < configuration.maxRetries { deadlines.append(d.nextRetry) }
         if let s = switchAt { deadlines.append(s) }
         if let p = previousExpiry { deadlines.append(p) }
+        if let s = saveDue { deadlines.append(s) }
         return deadlines.min()
     }
 }
