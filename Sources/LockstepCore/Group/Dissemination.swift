@@ -52,6 +52,13 @@ public struct Dissemination: Sendable {
     private var registersFrom: [PeerID: GroupState] = [:]
     /// Peers whose registers are kept at once, at most (members are fewer; a bound all the same).
     static let maxRegisterSenders = 64
+    /// When each reachable peer was met (became reachable, or restarted).
+    private var metAt: [PeerID: LocalTime] = [:]
+    /// Others' participant records go to a peer met this long ago or more, not before. A peer
+    /// just met is sent every record by its owner (``onPeerReachable(_:now:)``); at 64, the
+    /// others' answers to its first digest were 63 copies of 62 records, about 3,900 datagrams
+    /// to one agent at each meeting. Later rounds still repair a record a loss kept from it.
+    public static let relayAfterMeeting: TimeSpan = .seconds(2)
 
     public init(me: PeerID, incarnation: UInt64, configuration: Replica.Configuration = .init()) {
         self.me = me
@@ -118,7 +125,8 @@ public struct Dissemination: Sendable {
     // MARK: - Peers
 
     /// A peer became reachable: exchange digests and introduce our players at once.
-    public mutating func onPeerReachable(_ peer: PeerID) -> [Directive] {
+    public mutating func onPeerReachable(_ peer: PeerID, now: LocalTime) -> [Directive] {
+        metAt[peer] = now
         replica.noteActivity()
         var out: [Directive] = [.send(.digest(replica.digest, wantsReply: true), to: peer)]
         out += participantDigests(wantsReply: true).map { .send($0, to: peer) }
@@ -130,13 +138,15 @@ public struct Dissemination: Sendable {
     /// A peer is lost: no more retransmissions to it (anti-entropy catches it up when it is
     /// back), and its players no longer count.
     public mutating func onPeerLost(_ peer: PeerID) {
+        metAt[peer] = nil
         replica.forget(peer)
         participants[peer] = nil
         registersFrom[peer] = nil
     }
 
-    /// A peer restarted or was forgotten: its players are gone with its old life.
-    public mutating func onPeerGone(_ peer: PeerID) {
+    /// A peer restarted: its players are gone with its old life, and it is met anew.
+    public mutating func onPeerGone(_ peer: PeerID, now: LocalTime) {
+        if metAt[peer] != nil { metAt[peer] = now }
         participants[peer] = nil
         ackDelays.forget(peer)
         registersFrom[peer] = nil
@@ -144,6 +154,7 @@ public struct Dissemination: Sendable {
 
     /// A peer left the group for good: the group clock no longer reads its clock.
     public mutating func onPeerForgotten(_ peer: PeerID) {
+        metAt[peer] = nil
         participants[peer] = nil
         ackDelays.forget(peer)
         clock.forget(peer)
@@ -276,21 +287,25 @@ public struct Dissemination: Sendable {
 
     /// Anti-entropy of participant records: `sender` holds what `theirs` says of the peers after
     /// `after` (from the first when nil) up to its last entry if `more` parts follow, else to the
-    /// end. It gets the records of that range it lacks; `reachable` says whose records it may
-    /// have that this node lacks (then our digest goes back).
+    /// end. It gets the records of that range it lacks (others' only once it was met
+    /// ``relayAfterMeeting`` ago); `reachable` says whose records it may have that this node
+    /// lacks (then our digest goes back).
     public mutating func onParticipantDigest(
         _ theirs: [ParticipantDigest], after: PeerID? = nil, more: Bool = false, wantsReply: Bool, from sender: PeerID, source: Endpoint,
-        reachable: (PeerID) -> Bool
+        now: LocalTime, reachable: (PeerID) -> Bool
     ) -> [Directive] {
         var out: [Directive] = []
         var known: [PeerID: ParticipantDigest] = [:]
         for d in theirs { known[d.peer] = d }
         var theyHaveNewer = false
+        let relaysOthers = metAt[sender].map { now - $0 >= Self.relayAfterMeeting } ?? false
         for record in participants.values.sorted(by: { $0.peer < $1.peer }) {
             if let d = known[record.peer], (d.incarnation, d.version) >= (record.incarnation, record.version) {
                 if (d.incarnation, d.version) > (record.incarnation, record.version) { theyHaveNewer = true }
                 continue
             }
+            // A peer just met hears from each owner itself.
+            guard record.peer == me || relaysOthers else { continue }
             // A digest split over several messages names the other peers in another part: only
             // those of this part's range are sent (the others go when their part arrives).
             let inRange = after.map { record.peer > $0 } ?? true

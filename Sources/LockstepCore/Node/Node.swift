@@ -146,7 +146,7 @@ public struct Node: Sendable {
             out += run(group.onDigest(digest, wantsReply: wantsReply, from: ReplicaID(peer: sender, incarnation: incarnation), source: source), from: sender)
         case .participantDigest(let participants, let after, let more, let wantsReply):
             let membership = membership
-            out += run(group.onParticipantDigest(participants, after: after, more: more, wantsReply: wantsReply, from: sender, source: source, reachable: membership.isReachable), from: sender)
+            out += run(group.onParticipantDigest(participants, after: after, more: more, wantsReply: wantsReply, from: sender, source: source, now: now, reachable: membership.isReachable), from: sender)
         case .participant(let record):
             // A sender membership refused (its table is full) leaves no record: tables stay bounded.
             guard membership.peers[sender] != nil else { break }
@@ -384,12 +384,12 @@ public struct Node: Sendable {
             switch event {
             case .stateChanged(let peer, _, .reachable):
                 clocks.onPeerReachable(peer, now: now)
-                out += run(group.onPeerReachable(peer), from: nil)
+                out += run(group.onPeerReachable(peer, now: now), from: nil)
             case .stateChanged(let peer, _, .lost):
                 group.onPeerLost(peer)
                 syncReports.onPeerGone(peer)
             case .restarted(let peer, _):
-                group.onPeerGone(peer)
+                group.onPeerGone(peer, now: now)
                 clocks.onPeerRestarted(peer, now: now)
                 syncReports.onPeerGone(peer)
             case .forgotten(let peer):

@@ -76,7 +76,7 @@ struct DisseminationTests {
         g.onAck(op.id, from: Self.bob, now: Self.t0 + .milliseconds(90))
         #expect(g.ackDelays.worst(of: Self.bob, now: Self.t0 + .seconds(1)) == .milliseconds(7))
         #expect(g.ackDelays.worst(of: Self.carol, now: Self.t0 + .seconds(1)) == nil, "carol has not answered")
-        g.onPeerGone(Self.bob)
+        g.onPeerGone(Self.bob, now: Self.t0)
         #expect(g.ackDelays.worst(of: Self.bob, now: Self.t0 + .seconds(1)) == nil)
     }
 
@@ -111,10 +111,10 @@ struct DisseminationTests {
         #expect(intakes(g.onTick(now: due - .milliseconds(1), peers: peers, rtt: { _ in nil })).isEmpty, "not while the burst goes on")
         #expect(intakes(g.onTick(now: due, peers: peers, rtt: { _ in nil })) == [Self.bob: .milliseconds(50), Self.carol: .milliseconds(50)])
         #expect(intakes(g.onTick(now: Self.t0 + .seconds(2), peers: peers, rtt: { _ in nil })).isEmpty, "told once")
-        #expect(intakes(g.onPeerReachable(Self.carol)) == [Self.carol: .milliseconds(50)])
+        #expect(intakes(g.onPeerReachable(Self.carol, now: Self.t0)) == [Self.carol: .milliseconds(50)])
         g.onIntake(.milliseconds(70), from: Self.carol, now: Self.t0)
         #expect(g.ackDelays.expected(for: Self.carol, now: Self.t0) == .milliseconds(70))
-        g.onPeerGone(Self.carol)
+        g.onPeerGone(Self.carol, now: Self.t0)
         #expect(g.ackDelays.publishedIntake(of: Self.carol, now: Self.t0) == nil, "another life's")
     }
 
@@ -341,11 +341,13 @@ struct DisseminationTests {
         return g
     }
 
-    /// Records sent in answer to each part of `sender`'s participant digest.
-    static func answers(of receiver: inout Dissemination, to sender: Dissemination, from peer: PeerID) -> [[PeerID]] {
-        sender.participantDigests(wantsReply: false).map { part in
+    /// Records sent in answer to each part of `sender`'s participant digest, at t0; the receiver
+    /// met `peer` at `metAt` (nil: it did not meet it, or was told already).
+    static func answers(of receiver: inout Dissemination, to sender: Dissemination, from peer: PeerID, metAt: LocalTime? = t0 - Dissemination.relayAfterMeeting) -> [[PeerID]] {
+        if let metAt { _ = receiver.onPeerReachable(peer, now: metAt) }
+        return sender.participantDigests(wantsReply: false).map { part in
             guard case .participantDigest(let entries, let after, let more, let wantsReply) = part else { return [] }
-            return receiver.onParticipantDigest(entries, after: after, more: more, wantsReply: wantsReply, from: peer, source: Self.source, reachable: { _ in true })
+            return receiver.onParticipantDigest(entries, after: after, more: more, wantsReply: wantsReply, from: peer, source: Self.source, now: Self.t0, reachable: { _ in true })
                 .compactMap { if case .reply(.participant(let r), _) = $0 { r.peer } else { nil } }
         }
     }
@@ -370,6 +372,37 @@ struct DisseminationTests {
             var full = Self.holding(Self.carol)
             #expect(Self.answers(of: &full, to: lacking, from: Self.bob).flatMap { $0 } == [Self.carol, PeerID(high: 0, low: missing)])
         }
+    }
+
+    @Test("a peer met less than 2 s ago is sent only this node's own record for its digest (each owner sends it its own), others' once it was met 2 s ago; a peer that restarted is met anew")
+    func relaysWaitAfterMeeting() {
+        let newcomer = Dissemination(me: Self.bob, incarnation: 1)
+        let everyone = Set((100..<164).map { PeerID(high: 0, low: UInt64($0)) } + [Self.carol])
+        // Met just now, then 1.9 s ago: only carol's own record.
+        for ago in [TimeSpan.zero, .milliseconds(1_900)] {
+            var holder = Self.holding(Self.carol)
+            #expect(Self.answers(of: &holder, to: newcomer, from: Self.bob, metAt: Self.t0 - ago).flatMap { $0 } == [Self.carol])
+        }
+        // Never met (its digest came before it was reachable): the same.
+        var stranger = Self.holding(Self.carol)
+        #expect(Self.answers(of: &stranger, to: newcomer, from: Self.bob, metAt: nil).flatMap { $0 } == [Self.carol])
+        // Met 2 s ago: every record it lacks.
+        var holder = Self.holding(Self.carol)
+        #expect(Set(Self.answers(of: &holder, to: newcomer, from: Self.bob).flatMap { $0 }) == everyone)
+        // It restarts: met anew, so only the own record again; lost and back, the same.
+        holder.onPeerGone(Self.bob, now: Self.t0)
+        #expect(Self.answers(of: &holder, to: newcomer, from: Self.bob, metAt: nil).flatMap { $0 } == [Self.carol])
+        holder.onPeerLost(Self.bob)
+        #expect(Self.answers(of: &holder, to: newcomer, from: Self.bob, metAt: nil).flatMap { $0 } == [Self.carol])
+        // A record it holds newer than ours is still asked for at once, whenever it was met.
+        let newer = ParticipantRecord(peer: PeerID(high: 0, low: 120), incarnation: 1, version: 5, players: [])
+        var informed = Dissemination(me: Self.bob, incarnation: 1)
+        _ = informed.onParticipant(newer, from: newer.peer, reachable: { _ in true })
+        var behind = Self.holding(Self.carol)
+        _ = behind.onPeerReachable(Self.bob, now: Self.t0)
+        guard case .participantDigest(let entries, let after, let more, _) = informed.participantDigests(wantsReply: false)[0] else { return }
+        let out = behind.onParticipantDigest(entries, after: after, more: more, wantsReply: false, from: Self.bob, source: Self.source, now: Self.t0, reachable: { _ in true })
+        #expect(out.contains { if case .reply(.participantDigest, _) = $0 { true } else { false } }, "our digest goes back: it has a newer record")
     }
 
     @Test("this node's players are published only when they change")
