@@ -13,8 +13,10 @@ import LockstepSimKit
 /// agent runs) on its own simulated device clock (random offset within ±30 s and skew within
 /// ±200 ppm), joined by a simulated LAN (100 µs ± 10 µs each way, transmit timestamps as on
 /// Linux; optional loss), in simulated time (``GroupSimulation``), so 64 and 128 devices take
-/// seconds. Per size: every host learns of every other at time 0 (as DNS-SD would tell it) and
-/// the bench times how long until each lists all others as reachable; after `--settle`, over
+/// seconds. Per size: every host learns of every other at time 0 (as DNS-SD would tell it), or,
+/// with `--arrival-gap`, the hosts arrive one by one (each learns of those before it, and they of
+/// it), and the bench times how long until each lists all others as reachable and counts what
+/// each sent until the idle window (formation); after `--settle`, over
 /// `--seconds` of idle group, it counts every datagram each node sends (by message type; bytes as
 /// sealed on the wire: header, padded message, tag) and reads every node's resolved estimate of
 /// every other once a second against the simulated truth (direct links and composed paths
@@ -51,6 +53,9 @@ struct SimScaleBench: ParsableCommand {
     @Option(help: "Seed of the clocks and the network.")
     var seed: UInt64 = 1
 
+    @Option(help: "Seconds between the devices' arrivals, one by one as the lab starts them (0: all meet at time 0). Each arrival moves the clock grid.")
+    var arrivalGap = 0.0
+
     static let sealedOverhead = Envelope.headerBytes + Envelope.tagBytes
     static let startLatency: Int64 = 20_000_000
     static let item = ItemID("file:///bench/scale-sim.mkv")!
@@ -62,15 +67,18 @@ struct SimScaleBench: ParsableCommand {
         guard (1...600).contains(seconds), (0...600).contains(settle) else { throw ValidationError("--seconds must be within 1…600 and --settle within 0…600") }
         guard (0...100).contains(plays) else { throw ValidationError("--plays must be within 0…100") }
         guard (0..<50).contains(loss) else { throw ValidationError("--loss must be within 0…50 (percent)") }
+        guard (0...10).contains(arrivalGap) else { throw ValidationError("--arrival-gap must be within 0…10 (seconds)") }
     }
 
     func run() throws {
         var report = Report(benchmark: "scale-sim")
         report.parameters = [
-            "hosts": hosts, "settle_s": fmt(settle, 0), "idle_s": fmt(seconds, 0), "plays": String(plays), "loss_percent": fmt(loss, 1), "seed": String(seed),
+            "hosts": hosts, "arrival_gap_s": fmt(arrivalGap, 2), "settle_s": fmt(settle, 0), "idle_s": fmt(seconds, 0), "plays": String(plays), "loss_percent": fmt(loss, 1), "seed": String(seed),
             "clocks": "each host's own: offset within ±30 s, skew within ±200 ppm (simulated truth)",
             "network": "100 µs ± 10 µs each way, uniform; transmit timestamps (follow-ups and results, as on Linux)",
             "traffic": "datagrams each node sends over the idle window, by message type; bytes as sealed (36-byte header, padded message, 16-byte tag), without IP and UDP headers",
+            "formation": "datagrams and clock requests each node sent from the first arrival until the idle window (all reachable, then --settle)",
+            "all_reachable": "from the last arrival until every node lists every other as reachable",
             "timer_wakeups": "ticks each node's timer ran over the idle window (its shell's one timer, re-armed after every event); datagram wake-ups come on top",
             "cpu": "CPU of the simulation over the idle window (every node's core and the simulator) per simulated agent, % of one core: not the shell's sealing, system calls and wake-ups",
             "reach": "per command: from its issue until every host's player has been told the timeline it set (simulated time)",
@@ -79,7 +87,7 @@ struct SimScaleBench: ParsableCommand {
         ]
         var rows: [[String: String]] = []
         var byType: [String: [Int: Double]] = [:]
-        let order = "hosts,all reachable s,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,command cpu us,start spread p99 us,late"
+        let order = "hosts,all reachable s,formation dg,formation clock req,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,command cpu us,start spread p99 us,late"
         for n in sizes {
             FileHandle.standardError.write(Data("  \(n) hosts…\n".utf8))
             var row = measure(n, into: &report, byType: &byType)
@@ -101,19 +109,40 @@ struct SimScaleBench: ParsableCommand {
         let s = Nanos.second, ms = Nanos.millisecond
         var network = GroupSimulation.Network(loss: loss / 100)
         network.transmitTimestamps = true
-        var sim = GroupSimulation(hosts: n, seed: seed &+ UInt64(n), network: network)
+        var sim = GroupSimulation(hosts: n, seed: seed &+ UInt64(n), network: network, discovered: arrivalGap == 0)
         let f = "h\(n)_"
 
-        // Every host knows every other's endpoint at 0; until each lists all others as reachable.
+        // Every host knows every other's endpoint at 0, or each learns of those before it (and
+        // they of it) as it arrives; until each lists all others as reachable.
+        for k in 0..<n where arrivalGap > 0 {
+            sim.run(until: Int64((Double(k) * arrivalGap * 1e9).rounded()))
+            for j in 0..<k {
+                sim.see(k, j)
+                sim.see(j, k)
+            }
+        }
+        let lastArrival = sim.now
         var reachableAfter = Double.nan
-        while sim.now < 60 * s {
+        while sim.now < lastArrival + 60 * s {
             sim.run(for: 10 * ms)
             if sim.hosts.allSatisfy({ $0.node.membership.reachable.count == n - 1 }) {
-                reachableAfter = Double(sim.now) / 1e9
+                reachableAfter = Double(sim.now - lastArrival) / 1e9
                 break
             }
         }
         sim.run(for: Int64(settle * 1e9))
+        var formation = 0, formationRequests = 0
+        for host in sim.hosts {
+            for entry in host.log {
+                switch entry.directive {
+                case .send, .sendClockReply: formation += 1
+                case .sendClockRequest:
+                    formation += 1
+                    formationRequests += 1
+                default: continue
+                }
+            }
+        }
 
         // The idle window: datagrams from the nodes' logs, the clock once a second.
         let from = sim.now
@@ -177,6 +206,8 @@ struct SimScaleBench: ParsableCommand {
         let unresolvedPercent = readings == 0 ? Double.nan : Double(unresolved) / Double(readings) * 100
 
         report.figures[f + "all_reachable_s"] = reachableAfter
+        report.figures[f + "formation_datagrams_per_agent"] = Double(formation) / Double(n)
+        report.figures[f + "formation_clock_requests_per_agent"] = Double(formationRequests) / Double(n)
         report.figures[f + "measured_peers_median"] = measured.median
         report.figures[f + "datagrams_per_s_per_agent"] = perAgent(datagrams)
         report.figures[f + "bytes_per_s_per_agent"] = perAgent(bytes)
@@ -207,6 +238,7 @@ struct SimScaleBench: ParsableCommand {
         }
         var row = [
             "hosts": String(n), "all reachable s": fmt(reachableAfter, 2), "measured peers": fmt(measured.median, 0),
+            "formation dg": fmt(Double(formation) / Double(n), 0), "formation clock req": fmt(Double(formationRequests) / Double(n), 0),
             "dg/s": fmt(perAgent(datagrams), 1), "bytes/s": fmt(perAgent(bytes), 0), "clock dg/s": fmt(perAgent(clockDatagrams), 1),
             "timer wake-ups/s": fmt(perAgent(ticks), 1),
             "cpu %": fmt(cpuPercent, 3), "unresolved %": fmt(unresolvedPercent, 2),
