@@ -134,13 +134,9 @@ struct SimScaleBench: ParsableCommand {
         var formation = 0, formationRequests = 0
         for host in sim.hosts {
             for entry in host.log {
-                switch entry.directive {
-                case .send, .sendClockReply: formation += 1
-                case .sendClockRequest:
-                    formation += 1
-                    formationRequests += 1
-                default: continue
-                }
+                guard let sent = Self.datagram(entry.directive) else { continue }
+                formation += 1
+                if sent.type == .clockRequest { formationRequests += 1 }
             }
         }
 
@@ -176,18 +172,9 @@ struct SimScaleBench: ParsableCommand {
         var counts: [String: Int] = [:]
         for i in 0..<n {
             for entry in sim.hosts[i].log[marks[i]...] {
-                let type: MessageType, size: Int
-                switch entry.directive {
-                case .send(let m, _):
-                    type = MessageType(m)
-                    size = Envelope.pad(m.encoded()).count + Self.sealedOverhead
-                case .sendClockRequest:
-                    (type, size) = (.clockRequest, Envelope.paddedSizes[0] + Self.sealedOverhead)
-                case .sendClockReply:
-                    (type, size) = (.clockReply, Envelope.paddedSizes[0] + Self.sealedOverhead)
-                default:
-                    continue
-                }
+                guard let (type, message) = Self.datagram(entry.directive) else { continue }
+                // Clock requests and replies are stamped by the shell: the smallest padded size.
+                let size = (message.map { Envelope.pad($0.encoded()).count } ?? Envelope.paddedSizes[0]) + Self.sealedOverhead
                 datagrams += 1
                 bytes += size
                 counts[type.description, default: 0] += 1
@@ -265,6 +252,17 @@ struct SimScaleBench: ParsableCommand {
         row["start spread p99 us"] = fmt(p.spread.percentile(99), 1)
         row["late"] = "\(p.late)/\(p.starts)"
         return row
+    }
+
+    /// The datagram a node's directive sends, if it sends one: its type, and the message when the
+    /// node wrote it whole (clock requests and replies are stamped by the shell).
+    static func datagram(_ directive: NodeDirective) -> (type: MessageType, message: PeerMessage?)? {
+        switch directive {
+        case .send(let m, _): (MessageType(m), m)
+        case .sendClockRequest: (.clockRequest, nil)
+        case .sendClockReply: (.clockReply, nil)
+        default: nil
+        }
     }
 
     /// A player (start latency 20 ms) joins every host and loads the item; then rounds of play,
