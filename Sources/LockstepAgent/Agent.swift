@@ -425,6 +425,16 @@ public actor Agent: ClientHandler {
         topicsChanged(now: now())
     }
 
+    /// Takes a line from the socket's event loop as a job on the agent's thread, where it is
+    /// handled at once (``ClientLines``): one wake-up per line.
+    public nonisolated func receive(line: [UInt8], from client: ClientConnection, done: @escaping @Sendable () -> Void) {
+        loop.execute { [self] in
+            assumeIsolated { $0.handle(line: line, from: client) }
+            done()
+        }
+    }
+
+    /// Handles one line of a client: a request, answered on its connection.
     public func handle(line: [UInt8], from client: ClientConnection) {
         let header: RequestHeader
         do {

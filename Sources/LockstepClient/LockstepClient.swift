@@ -61,11 +61,14 @@ public struct LockstepClient: Sendable {
         socketPath: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         _ body: (LockstepClient) async throws -> T
     ) async throws -> T {
+        let pending = Pending()
+        let (events, sink) = AsyncStream<Event>.makeStream()
         let channel: NIOAsyncChannel<LineFrame, ByteBuffer>
         do {
             channel = try await ClientBootstrap(group: group).connect(unixDomainSocketPath: socketPath) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: 16 * 1024 * 1024)))
+                    try channel.pipeline.syncOperations.addHandler(LineRouter { Self.route($0, pending: pending, events: sink) })
                     return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
@@ -75,18 +78,14 @@ public struct LockstepClient: Sendable {
             throw Failure.agentNotRunning(socketPath: socketPath)
         }
         return try await channel.executeThenClose { inbound, outbound in
-            let pending = Pending()
-            let (events, sink) = AsyncStream<Event>.makeStream()
             return try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask {
                     defer {
                         sink.finish()
                         pending.failAll(.disconnected)
                     }
-                    for try await frame in inbound {
-                        guard case .line(let bytes) = frame else { continue }
-                        Self.route(bytes, pending: pending, events: sink)
-                    }
+                    // Lines are routed on the event loop (``LineRouter``); this waits for the end.
+                    for try await _ in inbound {}
                 }
                 let client = LockstepClient(outbound: outbound, pending: pending, events: events)
                 do {

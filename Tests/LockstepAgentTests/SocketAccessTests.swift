@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOPosix
+import Synchronization
 import Testing
 
 @testable import LockstepAgent
@@ -91,14 +92,11 @@ struct SocketAccessTests {
             let path = dir + "/agent.sock"
             let lock = try SocketLock.acquire(socketPath: path)
             defer { lock.release() }
-            let server = PlayerServer(
-                configuration: .init(socketPath: path, firstLineTimeoutSeconds: 1, firstLineTimeoutForOwnUser: true), handler: Silent(), group: MultiThreadedEventLoopGroup.singleton,
-                logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-            let listening = AsyncStream<Void>.makeStream()
-            let task = Task { try await server.run { listening.continuation.yield() } }
+            let task = await listening(on: path, handler: Silent()) {
+                $0.firstLineTimeoutSeconds = 1
+                $0.firstLineTimeoutForOwnUser = true
+            }
             defer { task.cancel() }
-            var it = listening.stream.makeAsyncIterator()
-            _ = await it.next()
             let silent = try RawSocket(path: path)
             let speaking = try RawSocket(path: path)
             speaking.write("{}\n")
@@ -114,13 +112,7 @@ struct SocketAccessTests {
             let lock = try SocketLock.acquire(socketPath: path)
             defer { lock.release() }
             for _ in 0..<20 {
-                let server = PlayerServer(
-                    configuration: .init(socketPath: path), handler: Silent(), group: MultiThreadedEventLoopGroup.singleton,
-                    logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-                let listening = AsyncStream<Void>.makeStream()
-                let task = Task { try await server.run { listening.continuation.yield() } }
-                var it = listening.stream.makeAsyncIterator()
-                _ = await it.next()
+                let task = await listening(on: path, handler: Silent())
                 // A burst of connections, and the server stopped in the middle of it.
                 let clients = (0..<16).compactMap { _ in try? RawSocket(path: path) }
                 task.cancel()
@@ -129,6 +121,48 @@ struct SocketAccessTests {
                 for client in clients { #expect(await client.isClosedByPeer(timeout: 5)) }
                 unlink(path)
             }
+        }
+    }
+
+    @Test("a client's lines reach the handler in order; while many wait unhandled the socket is not read, and reading resumes as they are handled")
+    func unhandledLinesStopReading() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/agent.sock"
+            let lock = try SocketLock.acquire(socketPath: path)
+            defer { lock.release() }
+            let holding = Holding()
+            let task = await listening(on: path, handler: holding)
+            defer { task.cancel() }
+            // 2,000 lines of 1 KiB, written by a thread that blocks while the socket is full.
+            let count = 2000
+            let client = try RawSocket(path: path)
+            let fd = client.fd
+            let written = Holding.Flag()
+            Thread.detachNewThread {
+                for i in 0..<count {
+                    let line = Array((String(format: "%04d", i) + String(repeating: "x", count: 1019) + "\n").utf8)
+                    var sent = 0
+                    while sent < line.count {
+                        let n = line[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        if n <= 0 { return }
+                        sent += n
+                    }
+                }
+                written.value.store(true, ordering: .relaxed)
+            }
+            #expect(await eventually(timeout: 10) { holding.lines.count >= ClientLines.maxWaiting })
+            try await Task.sleep(nanoseconds: 300_000_000)
+            // At most the lines waiting and one read's worth (64 KiB): the rest stay in the kernel.
+            let heldAt = holding.lines.count
+            #expect(heldAt < ClientLines.maxWaiting + 80)
+            let allWritten = written.value.load(ordering: .relaxed)
+            #expect(!allWritten)
+            #expect(await eventually(timeout: 20) {
+                holding.release()
+                return holding.lines.count == count
+            })
+            #expect(holding.lines.map { Int($0.prefix(4)) } == (0..<count).map { $0 })
+            #expect(holding.lines.allSatisfy { $0.count == 1023 })
         }
     }
 
@@ -146,9 +180,64 @@ struct SocketAccessTests {
     }
 }
 
+/// A server of `handler` on `path` (the caller holds its lock), listening when this returns;
+/// cancelling the task stops it.
+private func listening(
+    on path: String, handler: any ClientHandler, configure: (inout PlayerServer.Configuration) -> Void = { _ in }
+) async -> Task<Void, any Error> {
+    var configuration = PlayerServer.Configuration(socketPath: path)
+    configure(&configuration)
+    let server = PlayerServer(
+        configuration: configuration, handler: handler, group: MultiThreadedEventLoopGroup.singleton,
+        logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
+    let listening = AsyncStream<Void>.makeStream()
+    let task = Task { try await server.run { listening.continuation.yield() } }
+    var it = listening.stream.makeAsyncIterator()
+    _ = await it.next()
+    return task
+}
+
+/// Whether `condition` holds within `timeout` seconds, looking every 10 ms.
+private func eventually(timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return condition()
+}
+
+/// A handler that keeps each line and does not finish handling it until ``release()``.
+final class Holding: ClientHandler {
+    final class Flag: Sendable { let value = Atomic<Bool>(false) }
+
+    private let state = Mutex<(lines: [String], unfinished: [@Sendable () -> Void])>(([], []))
+
+    func connected(_ client: ClientConnection) async {}
+    func disconnected(_ client: ClientConnection) async {}
+
+    func receive(line: [UInt8], from client: ClientConnection, done: @escaping @Sendable () -> Void) {
+        state.withLock {
+            $0.lines.append(String(decoding: line, as: UTF8.self))
+            $0.unfinished.append(done)
+        }
+    }
+
+    var lines: [String] { state.withLock { $0.lines } }
+
+    /// Finishes every line received so far.
+    func release() {
+        let finish = state.withLock { s in
+            defer { s.unfinished = [] }
+            return s.unfinished
+        }
+        for done in finish { done() }
+    }
+}
+
 /// A handler that does nothing.
 struct Silent: ClientHandler {
     func connected(_ client: ClientConnection) async {}
-    func handle(line: [UInt8], from client: ClientConnection) async {}
+    func receive(line: [UInt8], from client: ClientConnection, done: @escaping @Sendable () -> Void) { done() }
     func disconnected(_ client: ClientConnection) async {}
 }

@@ -86,6 +86,7 @@ public final class PlayerServer: Sendable {
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: maxLine)))
+                    try channel.pipeline.syncOperations.addHandler(ClientLines(handler: self.handler))
                     return try self.unserved.withLock { state in
                         guard !state.stopped else {
                             channel.close(promise: nil)
@@ -151,8 +152,9 @@ public final class PlayerServer: Sendable {
             log[metadataKey: "client.uid"] = "\(c.uid)"
         }
 
-        let (lines, queue) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(configuration.maxQueuedLines))
-        let client = ClientConnection(id: id, credentials: credentials, queue: queue, channel: channel.channel, logger: log, maxQueuedBytes: configuration.maxQueuedBytes)
+        let client = ClientConnection(
+            id: id, credentials: credentials, channel: channel.channel, logger: log,
+            maxQueuedLines: configuration.maxQueuedLines, maxQueuedBytes: configuration.maxQueuedBytes)
         let otherUser = credentials.map { $0.uid != getuid() } ?? false ? credentials?.uid : nil
         let fromThatUser = otherUser.map { uid in perUser.withLock { $0[uid, default: 0] += 1; return $0[uid]! } } ?? 0
         defer { if let uid = otherUser { perUser.withLock { $0[uid, default: 1] -= 1; if $0[uid] == 0 { $0[uid] = nil } } } }
@@ -160,14 +162,17 @@ public final class PlayerServer: Sendable {
             let limit = count > configuration.maxClients ? "at most \(configuration.maxClients)" : "at most \(configuration.maxClientsPerOtherUser) per user"
             log.warning("too many clients; refusing one", metadata: ["clients.max": "\(configuration.maxClients)", "clients.per_other_user": "\(configuration.maxClientsPerOtherUser)"])
             client.send(error: ProtocolError(.overloaded, "too many clients (\(limit))"), requestID: nil)
-            queue.finish()
-            try? await channel.executeThenClose { _, outbound in
-                for await line in lines { try await outbound.write(line) }
-            }
+            client.close()
+            try? await channel.executeThenClose { _, _ in }
             return
         }
         log.debug("client connected")
         await handler.connected(client)
+        // Lines go to the handler from here on (``ClientLines``); none reaches `inbound`.
+        let attached: Void? = try? await channel.channel.eventLoop.submit {
+            try channel.channel.pipeline.syncOperations.handler(type: ClientLines.self).attach(client)
+        }.get()
+        if attached == nil { client.close() }
         // A client that never says anything must not hold a slot for ever.
         let timeout = configuration.firstLineTimeoutSeconds
         let watched = otherUser != nil || configuration.firstLineTimeoutForOwnUser
@@ -181,28 +186,10 @@ public final class PlayerServer: Sendable {
         }
         defer { watchdog.cancel() }
         do {
-            try await channel.executeThenClose { inbound, outbound in
-                try await withThrowingDiscardingTaskGroup { tasks in
-                    tasks.addTask {
-                        for await line in lines {
-                            client.onWritten(line.readableBytes)
-                            try await outbound.write(line)
-                        }
-                    }
-                    defer { queue.finish() }
-                    for try await frame in inbound {
-                        client.onSpoke()
-                        switch frame {
-                        case .line(let bytes):
-                            if bytes.isEmpty { continue }
-                            await handler.handle(line: bytes, from: client)
-                        case .oversized(let n):
-                            client.noteBadInput("oversized line")
-                            client.send(error: ProtocolError(.oversized, "line of \(n)+ bytes is longer than \(PlayerProtocol.maxLineBytes); dropped"), requestID: nil)
-                        }
-                        if client.isClosed { break }
-                    }
-                }
+            // Lines in and out bypass the async channel (``ClientLines``, ``ClientConnection``):
+            // its inbound stream only ends when the connection does.
+            try await channel.executeThenClose { inbound, _ in
+                for try await _ in inbound {}
             }
         } catch {
             log.debug("client connection ended with an error", metadata: ["error": "\(error)"])
@@ -232,101 +219,8 @@ struct PeerCredentials: Sendable {
 /// What the server hands lines to (the agent).
 public protocol ClientHandler: Sendable {
     func connected(_ client: ClientConnection) async
-    func handle(line: [UInt8], from client: ClientConnection) async
+    /// Handles `line` from `client`, after the lines before it, and then calls `done` (from any
+    /// thread). Called on the connection's event loop: this must not block.
+    func receive(line: [UInt8], from client: ClientConnection, done: @escaping @Sendable () -> Void)
     func disconnected(_ client: ClientConnection) async
-}
-
-/// One client of the player socket, as the agent sees it: an id, who it is, and a bounded,
-/// ordered queue of lines to send to it.
-public final class ClientConnection: Sendable, Hashable {
-    public struct Credentials: Sendable, Equatable {
-        public var pid: Int32
-        public var uid: UInt32
-        public var gid: UInt32
-    }
-
-    public let id: UInt64
-    public let credentials: Credentials?
-    public let logger: Logger
-    private let queue: AsyncStream<ByteBuffer>.Continuation
-    private let channel: any Channel
-    private let closed = Atomic<Bool>(false)
-    private let badInput = Atomic<Int>(0)
-    private let spoken = Atomic<Bool>(false)
-    private let queuedBytes = Atomic<Int>(0)
-    private let maxQueuedBytes: Int
-
-    init(id: UInt64, credentials: Credentials?, queue: AsyncStream<ByteBuffer>.Continuation, channel: any Channel, logger: Logger, maxQueuedBytes: Int = 4 << 20) {
-        self.id = id
-        self.credentials = credentials
-        self.queue = queue
-        self.channel = channel
-        self.logger = logger
-        self.maxQueuedBytes = maxQueuedBytes
-    }
-
-    /// Whether the client sent anything yet.
-    var hasSpoken: Bool { spoken.load(ordering: .relaxed) }
-    func onSpoke() { spoken.store(true, ordering: .relaxed) }
-
-    /// A queued line of `bytes` left the queue for the socket.
-    func onWritten(_ bytes: Int) { queuedBytes.wrappingSubtract(bytes, ordering: .relaxed) }
-
-    /// Whether the client may manage the agent (`group_*`, `sim_clock`): its own user or root.
-    /// Others reach the socket through its group (`--socket-group`): they may play, not manage.
-    public var mayManage: Bool {
-        guard let uid = credentials?.uid else { return true }
-        return uid == getuid() || uid == 0
-    }
-
-    public var isClosed: Bool { closed.load(ordering: .relaxed) }
-
-    /// Queues one line (a newline is added). A client whose queue is full is not reading:
-    /// it is disconnected rather than allowed to hold the agent's memory.
-    public func send(_ json: [UInt8]) {
-        guard !isClosed else { return }
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(json.count + 1)
-        buffer.writeBytes(json)
-        buffer.writeInteger(UInt8(ascii: "\n"))
-        let queued = queuedBytes.wrappingAdd(buffer.readableBytes, ordering: .relaxed).newValue
-        if queued > maxQueuedBytes {
-            logger.warning("client is not reading its replies and events; disconnecting it", metadata: ["client.queued_bytes": "\(queued)"])
-            close()
-            return
-        }
-        if case .dropped = queue.yield(buffer) {
-            logger.warning("client is not reading its replies and events; disconnecting it")
-            close()
-        }
-    }
-
-    public func send(_ value: some Encodable) {
-        do {
-            send(try PlayerJSON.encode(value))
-        } catch {
-            logger.error("cannot encode a message for a client", metadata: ["error": "\(error)"])
-        }
-    }
-
-    public func send(error: ProtocolError, requestID: RequestID?) {
-        send(ReplyLine<EmptyResult>(requestID: requestID, ok: false, result: nil, error: error))
-    }
-
-    /// Counts a bad line from this client; logs the first few, then every hundredth.
-    public func noteBadInput(_ what: String) {
-        let n = badInput.wrappingAdd(1, ordering: .relaxed).newValue
-        if n <= 3 || n % 100 == 0 {
-            logger.notice("bad input from client", metadata: ["input.problem": "\(what)", "input.bad_count": "\(n)"])
-        }
-    }
-
-    public func close() {
-        guard !closed.exchange(true, ordering: .relaxed) else { return }
-        queue.finish()
-        channel.close(promise: nil)
-    }
-
-    public static func == (a: ClientConnection, b: ClientConnection) -> Bool { a.id == b.id }
-    public func hash(into h: inout Hasher) { h.combine(id) }
 }
