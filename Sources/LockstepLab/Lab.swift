@@ -66,6 +66,16 @@ public final class Lab: @unchecked Sendable {
     public func socket(_ host: Int) -> String { "\(directory)/h\(host)/agent.sock" }
     public func hostDirectory(_ host: Int) -> String { "\(directory)/h\(host)" }
 
+    /// The process id `tools/lab` recorded for process `name` (`agent`, `player`…) on `host`.
+    public func pid(of name: String, on host: Int) throws -> Int32 {
+        // tools/lab records "PID STARTTIME" (the start time guards against PID reuse).
+        let record = try String(contentsOfFile: "\(hostDirectory(host))/\(name).pid", encoding: .utf8)
+        guard let pid = record.split(whereSeparator: \.isWhitespace).first.flatMap({ Int32($0) }) else {
+            throw Failure(description: "no \(name) pid for h\(host)")
+        }
+        return pid
+    }
+
     /// The host's eth0 IPv4 address.
     public func address(_ host: Int) throws -> String {
         try run(["exec", directory, String(host), "sh", "-c", "echo $LAB_ADDR"]).trimmingCharacters(in: .whitespacesAndNewlines)

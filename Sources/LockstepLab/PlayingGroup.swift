@@ -105,12 +105,7 @@ public final class PlayingGroup: @unchecked Sendable {
 
     /// The agent's process id on `h`.
     public func agentPID(_ h: Int) throws -> Int32 {
-        // tools/lab records "PID STARTTIME" (the start time guards against PID reuse).
-        let record = try String(contentsOfFile: lab.hostDirectory(h) + "/agent.pid", encoding: .utf8)
-        guard let pid = record.split(whereSeparator: \.isWhitespace).first.flatMap({ Int32($0) }) else {
-            throw Lab.Failure(description: "no agent pid for h\(h)")
-        }
-        return pid
+        try lab.pid(of: "agent", on: h)
     }
 }
 

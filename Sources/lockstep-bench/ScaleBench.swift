@@ -81,10 +81,11 @@ struct ScaleBench: AsyncParsableCommand {
             "all_reachable": "from the last agent's start until every agent lists every other one as reachable, by peer id, at the instant the last pair became so by the agents' own record (state_age_ns, dated when the answer arrived); all named: until a poll (every 0.2 s, each agent asked in turn) saw every agent list every other one by its name (hN), which comes with the peer's hello",
             "discovery_cpu": "from the first agent's start until all are reachable: the CPU every avahi-daemon used and every agent used, each as a share of all the machine's cores (100 % = the whole machine)",
             "start_spread": "per play: max − min of the instants at which the reference players start (their logs, CLOCK_MONOTONIC shared by all hosts); each player lands within ±100 µs of the instant it is told (its modelled jitter), and one told too late for its 20 ms start latency starts late (late starts: more than 0.2 ms after the play's instant, of all players' starts)",
+            "playing_cpu": "after the commands, the group playing \(Int(ScalePlays.playingSeconds)) s with nobody commanding (from 2 s after a play): CPU per agent, median and max (% of one core), each agent's player reporting its position ten times a second; and the reference players' CPU (median), which includes writing their own logs",
             "command_reach": "per command (play, seek, pause, each at the next host): from just before the bench sends it to one agent until the last reference player has received the timeline it set (the player's log; the agents' replication and each agent's delivery to its player)",
         ]
         var rows: [[String: String]] = []
-        let order = "hosts,all reachable s,all named s,discovery avahi %,discovery agents %,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,composed coverage %,load,start spread p50 us,start spread p99 us,start spread max us,reach p50 ms,reach p99 ms,reach max ms,missed,late starts"
+        let order = "hosts,all reachable s,all named s,discovery avahi %,discovery agents %,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,composed coverage %,load,start spread p50 us,start spread p99 us,start spread max us,reach p50 ms,reach p99 ms,reach max ms,playing cpu median %,playing cpu max %,player cpu %,missed,late starts"
         for n in hosts.split(separator: ",").compactMap({ Int($0) }) {
             options.progress("\(n) hosts")
             var row = try await measure(n, into: &report)
@@ -100,7 +101,7 @@ struct ScaleBench: AsyncParsableCommand {
     private func measure(_ n: Int, into report: inout Report) async throws -> [String: String] {
         let lab = try Lab(hosts: n, avahi: discovery == .dnssd, name: "bs\(n)")
         defer { lab.destroy() }
-        let avahiPids = (1...n).compactMap { try? pid(lab, $0, "avahi") }
+        let avahiPids = (1...n).compactMap { try? lab.pid(of: "avahi", on: $0) }
         let avahiAtStart = avahiPids.map { CPUTime(pid: $0) }
         var flags: [Int: [String]] = [:]
         if discovery == .static {
@@ -129,7 +130,7 @@ struct ScaleBench: AsyncParsableCommand {
         // and every agent's (from its start), as shares of all the machine's cores.
         let discoveryCapacity = Date().timeIntervalSince(firstStart) * Double(ProcessInfo.processInfo.activeProcessorCount)
         let avahiDiscovery = zip(avahiAtStart, avahiPids.map { CPUTime(pid: $0) }).map { $1.seconds(since: $0) }.reduce(0, +) / discoveryCapacity * 100
-        let pids = try (1...n).map { try pid(lab, $0, "agent") }
+        let pids = try (1...n).map { try lab.pid(of: "agent", on: $0) }
         let agentsDiscovery = pids.map { CPUTime(pid: $0).totalSeconds }.reduce(0, +) / discoveryCapacity * 100
         // Names come with each peer's hello, which can lag its reachability (see docs/scale.md).
         let named = await waitUntil(timeout: 60, interval: 0.2) { (try? await lab.allReachable(among: all)) ?? false } ?? .infinity
@@ -225,7 +226,7 @@ struct ScaleBench: AsyncParsableCommand {
         // A size that does not fit (its players never all ready) keeps the figures above.
         let p: ScalePlays
         do {
-            p = try await ScalePlays.measure(lab, plays: plays) { options.progress($0) }
+            p = try await ScalePlays.measure(lab, agents: pids, plays: plays) { options.progress($0) }
         } catch {
             report.notes.append("\(n) hosts: no player figures: \(error)")
             options.progress("  no player figures: \(error)")
@@ -238,6 +239,9 @@ struct ScaleBench: AsyncParsableCommand {
         report.figures[f + "command_reach_p50_ms"] = r.median
         report.figures[f + "command_reach_p99_ms"] = r.percentile(99)
         report.figures[f + "command_reach_max_ms"] = r.max
+        report.figures[f + "playing_cpu_median_percent"] = p.playingAgentCPU.median
+        report.figures[f + "playing_cpu_max_percent"] = p.playingAgentCPU.max
+        report.figures[f + "playing_player_cpu_median_percent"] = p.playingPlayerCPU.median
         report.figures[f + "commands_missed"] = Double(p.missed)
         report.figures[f + "late_starts"] = Double(p.lateStarts)
         report.goal("\(n) hosts: start spread p99", target: "≤ 1 ms", measured: "\(fmt(s.percentile(99), 1)) µs (\(s.count) of \(plays) plays)",
@@ -250,18 +254,12 @@ struct ScaleBench: AsyncParsableCommand {
         row["reach p50 ms"] = fmt(r.median, 2)
         row["reach p99 ms"] = fmt(r.percentile(99), 2)
         row["reach max ms"] = fmt(r.max, 2)
+        row["playing cpu median %"] = fmt(p.playingAgentCPU.median, 2)
+        row["playing cpu max %"] = fmt(p.playingAgentCPU.max, 2)
+        row["player cpu %"] = fmt(p.playingPlayerCPU.median, 2)
         row["missed"] = "\(p.missed)/\(p.commands)"
         row["late starts"] = "\(p.lateStarts)/\(p.starts)"
         return row
-    }
-
-    /// The pid `tools/lab` recorded for process `name` on host `h` (first field of NAME.pid).
-    private func pid(_ lab: Lab, _ h: Int, _ name: String) throws -> Int32 {
-        let text = try String(contentsOfFile: "\(lab.hostDirectory(h))/\(name).pid", encoding: .utf8)
-        guard let pid = text.split(separator: " ").first.flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
-            throw ValidationError("no pid in \(lab.hostDirectory(h))/\(name).pid")
-        }
-        return pid
     }
 
     private func sample(_ lab: Lab, _ h: Int, pid: Int32) throws -> Sample {

@@ -17,6 +17,12 @@ struct ScalePlays {
     /// Per command: from just before the bench sent it to the issuing agent until the last
     /// player received the timeline it set, ms.
     var reach: Stats
+    /// While the group plays and nobody commands: CPU per agent (% of one core), its player
+    /// reporting its position ten times a second; and per player.
+    var playingAgentCPU: Stats
+    var playingPlayerCPU: Stats
+    /// How long the group plays for those figures, after its start has settled.
+    static let playingSeconds = 10.0
     /// Commands issued, and those some player never received (not in ``reach``).
     var commands: Int
     var missed: Int
@@ -39,8 +45,9 @@ struct ScalePlays {
         var anchor: Int64?
     }
 
-    /// Runs `plays` rounds on `lab` (its agents running and reachable); players stay connected.
-    static func measure(_ lab: Lab, plays: Int, progress: (String) -> Void) async throws -> ScalePlays {
+    /// Runs `plays` rounds on `lab` (its agents, `agents` by host, running and reachable), then
+    /// lets the group play ``playingSeconds``; players stay connected.
+    static func measure(_ lab: Lab, agents: [Int32], plays: Int, progress: (String) -> Void) async throws -> ScalePlays {
         let n = lab.hosts
         progress("  starting \(n) reference players")
         let group = try await PlayingGroup(lab: lab, readyTimeout: 30 + Double(n))
@@ -58,11 +65,7 @@ struct ScalePlays {
             for (command, pause) in round {
                 let host = next % n + 1
                 next += 1
-                // Connected before the clock starts: connecting is not what is timed.
-                let client = try await PersistentClient(socketPath: lab.socket(host))
-                let sent = MonotonicClock.read()
-                let state: GroupStateView = try await client.request("command", command)
-                client.close()
+                let (sent, state) = try await issue(command, at: host, in: lab)
                 if let origin = state.item?.origin {
                     issued.append(Issued(peerID: origin.peerID, lamport: origin.lamport, action: command.action, host: host, sent: sent, anchor: state.item?.hostTimeNs))
                 }
@@ -92,6 +95,28 @@ struct ScalePlays {
             }
             progress(line)
         }
-        return ScalePlays(startSpread: Stats(spreads), reach: Stats(reaches), commands: next, missed: missed, lateStarts: late, starts: starts)
+        // After the rounds, so that these commands are not among those measured above.
+        progress("  playing \(Int(playingSeconds)) s")
+        let players = try (1...n).map { try lab.pid(of: "player", on: $0) }
+        _ = try await issue(.init(action: .play), at: 1, in: lab)
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        let before = (agents + players).map { CPUTime(pid: $0) }, t0 = Date()
+        try await Task.sleep(nanoseconds: UInt64(playingSeconds * 1e9))
+        let used = zip(before, (agents + players).map { CPUTime(pid: $0) }).map { $1.seconds(since: $0) / Date().timeIntervalSince(t0) * 100 }
+        _ = try await issue(.init(action: .pause), at: 1, in: lab)
+        return ScalePlays(
+            startSpread: Stats(spreads), reach: Stats(reaches), playingAgentCPU: Stats(Array(used.prefix(agents.count))),
+            playingPlayerCPU: Stats(Array(used.dropFirst(agents.count))), commands: next, missed: missed, lateStarts: late, starts: starts)
+    }
+
+    /// Sends `command` to the agent on `host`: when it left the bench (host ns), and the state
+    /// the agent answered.
+    private static func issue(_ command: CommandRequest, at host: Int, in lab: Lab) async throws -> (sent: Int64, state: GroupStateView) {
+        // Connected before the clock starts: connecting is not what is timed.
+        let client = try await PersistentClient(socketPath: lab.socket(host))
+        defer { client.close() }
+        let sent = MonotonicClock.read()
+        let state: GroupStateView = try await client.request("command", command)
+        return (sent, state)
     }
 }

@@ -167,8 +167,8 @@ struct WebBench: AsyncParsableCommand {
         report.figures["dashboard_update_p50_ms"] = latency.median
         report.figures["dashboard_update_max_ms"] = latency.max
         report.goal("dashboard update", target: "≤ 200 ms", measured: "max \(fmt(latency.max, 1)) ms of \(latency.count)", met: latency.count > 0 && latency.max <= 200)
-        let record = try String(contentsOfFile: g.lab.hostDirectory(1) + "/agent.pid", encoding: .utf8)
-        if let pid = record.split(whereSeparator: \.isWhitespace).first.flatMap({ Int32($0) }), let before = processUsage(pid) {
+        let pid = try g.lab.pid(of: "agent", on: 1)
+        if let before = processUsage(pid) {
             let seconds = 20.0
             try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
             if let after = processUsage(pid) {
