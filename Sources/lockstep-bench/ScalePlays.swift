@@ -102,7 +102,8 @@ struct ScalePlays {
         try await Task.sleep(nanoseconds: 2_000_000_000)
         let before = (agents + players).map { CPUTime(pid: $0) }, t0 = Date()
         try await Task.sleep(nanoseconds: UInt64(playingSeconds * 1e9))
-        let used = zip(before, (agents + players).map { CPUTime(pid: $0) }).map { $1.seconds(since: $0) / Date().timeIntervalSince(t0) * 100 }
+        let after = (agents + players).map { CPUTime(pid: $0) }, dt = Date().timeIntervalSince(t0)
+        let used = zip(before, after).map { $1.seconds(since: $0) / dt * 100 }
         _ = try await issue(.init(action: .pause), at: 1, in: lab)
         return ScalePlays(
             startSpread: Stats(spreads), reach: Stats(reaches), playingAgentCPU: Stats(Array(used.prefix(agents.count))),
