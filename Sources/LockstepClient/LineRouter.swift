@@ -5,8 +5,7 @@ import NIOCore
 /// for it, an event onto ``LockstepClient/events``.
 ///
 /// Lines used to pass through a task of the concurrency pool that read the async channel's
-/// stream and routed each: one more thread woken per line, before the player's own. With 64
-/// agents and their players on 2 cores each wake-up waits for a core (docs/scale.md,
+/// stream and routed each: one more thread woken per line, before the player's own (docs/scale.md,
 /// twenty-fourth step). Lines are not passed on: the async channel's stream only ends with the
 /// connection.
 final class LineRouter: ChannelInboundHandler {

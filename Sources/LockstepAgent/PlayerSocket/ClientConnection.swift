@@ -13,9 +13,8 @@ import Synchronization
 ///
 /// A line goes from the thread that sends it (the agent's) straight to the channel, which its
 /// event loop writes: one thread woken between the agent and the socket. Lines used to pass
-/// through a stream drained by a task of the concurrency pool first, a second wake-up; with 64
-/// agents and their players on 2 cores each wake-up waits for a core, and a command reached
-/// the last player up to 60 ms after its agent had it (docs/scale.md, twenty-fourth step).
+/// through a stream drained by a task of the concurrency pool first, a second wake-up for every
+/// reply and event (docs/scale.md, twenty-fourth step).
 public final class ClientConnection: Sendable, Hashable {
     public struct Credentials: Sendable, Equatable {
         public var pid: Int32

@@ -6,10 +6,10 @@ import Synchronization
 /// order they arrive, without a task in between.
 ///
 /// Lines used to go from the event loop to a task of the concurrency pool, which awaited the
-/// agent for each: three threads woken per line (the event loop, the pool, the agent's). A
-/// playing player reports its position ten times a second, so with 64 players on 2 cores those
-/// wake-ups were a large share of the machine while every command was waiting for a core
-/// (docs/scale.md, twenty-fourth step). Now the agent gets each line as a job on its own thread.
+/// agent for each: three threads woken per line (the event loop, the pool, the agent's), and a
+/// playing player reports its position ten times a second. Now the agent gets each line as a job
+/// on its own thread: an agent with one playing player uses about a third less CPU and half the
+/// context switches (docs/scale.md, twenty-fourth step).
 ///
 /// Lines wait here until the connection is ``attach(_:)``ed (the server has counted and
 /// admitted it, and told the handler); while ``maxWaiting`` lines are waiting here or in the
