@@ -48,6 +48,11 @@ public struct Coordinator: Sendable {
     public let configuration: Configuration
     /// The players connected to this agent.
     public private(set) var players: [UInt32: PlayerSession] = [:]
+    /// The participants last worked out, for the item and the view's presence version they were
+    /// worked out for: every change to the group refreshes every player, and at 64 peers
+    /// gathering and sorting their players each time was a fifth of handling an operation
+    /// (docs/scale.md, twenty-fifth step).
+    private var participantsMemo: (item: ItemID, version: GroupView.PresenceVersion, list: [ParticipantInfo])?
 
     public init(me: PeerID, configuration: Configuration = .init()) {
         self.me = me
@@ -315,7 +320,7 @@ public struct Coordinator: Sendable {
         .publish(players.values.sorted { $0.id < $1.id }.map(\.status))
     }
 
-    private func refresh(_ p: inout PlayerSession, view: GroupView, now: LocalTime, changed: inout Bool) -> [Directive] {
+    private mutating func refresh(_ p: inout PlayerSession, view: GroupView, now: LocalTime, changed: inout Bool) -> [Directive] {
         var out: [Directive] = []
         let id = p.id
 
@@ -336,7 +341,7 @@ public struct Coordinator: Sendable {
         }
 
         // Participants of its item.
-        let list = participants(on: item, view: view)
+        let list = keptParticipants(on: item, view: view)
         if p.toldParticipants != list {
             p.toldParticipants = list
             out.append(.tell(id, .participants(item: item, list)))
@@ -468,6 +473,15 @@ public struct Coordinator: Sendable {
             }
         }
         return out.sorted { ($0.peer, $0.playerID) < ($1.peer, $1.playerID) }
+    }
+
+    /// ``participants(on:view:)``, kept while the item and the view's presence version stay the same.
+    private mutating func keptParticipants(on item: ItemID, view: GroupView) -> [ParticipantInfo] {
+        guard let version = view.presenceVersion else { return participants(on: item, view: view) }
+        if let memo = participantsMemo, memo.version == version, memo.item == item { return memo.list }
+        let list = participants(on: item, view: view)
+        participantsMemo = (item, version, list)
+        return list
     }
 
     /// Who a waiting group still waits for on `item`: players not ready, and players suspended

@@ -9,10 +9,25 @@ public struct GroupView: Sendable {
     public let timelines: LocalTimelines
     /// How long peers took to acknowledge this node's operations.
     public let ackDelays: AckDelays
+    /// Which ``participants`` and ``reachable`` these are: views with equal versions hold equal
+    /// ones, so what is derived from them alone (``Coordinator/participants(on:view:)``) may be
+    /// kept. Nil for a view whose sources do not count their changes: nothing is kept.
+    public let presenceVersion: PresenceVersion?
+
+    /// The change counts of a node's participant records and of its reachable set.
+    public struct PresenceVersion: Sendable, Hashable {
+        public var participants: UInt64
+        public var reachable: UInt64
+
+        public init(participants: UInt64, reachable: UInt64) {
+            self.participants = participants
+            self.reachable = reachable
+        }
+    }
 
     public init(
         me: PeerID, state: GroupState, participants: [PeerID: ParticipantRecord], reachable: Set<PeerID>, timelines: LocalTimelines,
-        ackDelays: AckDelays = AckDelays()
+        ackDelays: AckDelays = AckDelays(), presenceVersion: PresenceVersion? = nil
     ) {
         self.me = me
         self.state = state
@@ -20,6 +35,7 @@ public struct GroupView: Sendable {
         self.reachable = reachable
         self.timelines = timelines
         self.ackDelays = ackDelays
+        self.presenceVersion = presenceVersion
     }
 
     /// This node, or a reachable peer.

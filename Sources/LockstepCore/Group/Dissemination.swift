@@ -40,7 +40,11 @@ public struct Dissemination: Sendable {
     public private(set) var replica: Replica
     public private(set) var clock: GroupClock
     /// Every peer's players, as they last said (this node's own included).
-    public private(set) var participants: [PeerID: ParticipantRecord] = [:]
+    public private(set) var participants: [PeerID: ParticipantRecord] = [:] {
+        didSet { participantsVersion &+= 1 }
+    }
+    /// Counts the changes of ``participants`` (``GroupView/PresenceVersion``).
+    public private(set) var participantsVersion: UInt64 = 0
     /// How long peers took to acknowledge this node's operations (for the lead of commands).
     public private(set) var ackDelays = AckDelays()
     /// What this node told its peers of its intakes.
@@ -189,6 +193,12 @@ public struct Dissemination: Sendable {
             guard replica.state != before || concurrent != nil else { return ack }
             return ack + [.changed(GroupChange(operation: op, local: false, concurrent: concurrent))]
         }
+    }
+
+    /// Whether `op` is stamped further ahead of the group clock now than an operation may be
+    /// (``Limits/stampLeadNs``): ``onOperation(_:wantsAck:from:source:now:)`` would refuse it.
+    public func isStampedTooFarAhead(_ op: GroupOperation, now: LocalTime) -> Bool {
+        op.stamp.time > clock.stampTime(at: now).addingSaturating(Limits.stampLeadNs)
     }
 
     /// A register of `sender`'s state.

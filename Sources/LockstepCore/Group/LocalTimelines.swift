@@ -17,17 +17,24 @@ public struct LocalTimelines: Sendable {
     /// estimate of its clock (or of its alternate's) exists. Until then the record cannot be
     /// followed: players wait.
     public func anchor(of record: ItemRecord, now: LocalTime) -> (time: LocalTime, bound: TimeSpan)? {
-        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), .zero) }
+        converted(record, now: now).map { ($0.time, $0.bound) }
+    }
+
+    /// ``anchor(of:now:)``, with the estimate it went through (nil on the local clock) and
+    /// whether that was the record's own clock's: each resolution goes through the mesh, so a
+    /// caller that needs the estimate too resolves once.
+    private func converted(_ record: ItemRecord, now: LocalTime) -> (time: LocalTime, bound: TimeSpan, estimate: ClockEstimate?, direct: Bool)? {
+        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), .zero, nil, true) }
         // The bound is the estimate's at the converted instant: it grows away from the samples.
         if let r = clocks.resolved(record.clock, at: now) {
             let t = r.estimate.localTime(at: record.timeline.anchorTime)
-            return (t, r.estimate.errorBoundSpan(at: t))
+            return (t, r.estimate.errorBoundSpan(at: t), r.estimate, true)
         }
         if let alt = record.alternate {
-            if alt.via == me { return (LocalTime(ours: alt.anchorTime), .zero) }
+            if alt.via == me { return (LocalTime(ours: alt.anchorTime), .zero, nil, false) }
             if let r = clocks.resolved(alt.via, at: now) {
                 let t = r.estimate.localTime(at: alt.anchorTime)
-                return (t, r.estimate.errorBoundSpan(at: t) + alt.bound)
+                return (t, r.estimate.errorBoundSpan(at: t) + alt.bound, r.estimate, false)
             }
         }
         return nil
@@ -42,13 +49,11 @@ public struct LocalTimelines: Sendable {
     public func timeline(of record: ItemRecord, now: LocalTime) -> Timeline<LocalTime>? {
         let t = record.timeline
         if record.clock == me { return t.moved(to: LocalTime(ours: t.anchorTime)) }
-        guard let anchor = anchor(of: record, now: now) else { return nil }
+        guard let anchor = converted(record, now: now) else { return nil }
         let local = t.moved(to: anchor.time)
-        guard t.phase == .playing else { return local }
-        let estimate = clocks.resolved(record.clock, at: now)?.estimate ?? record.alternate.flatMap { clocks.resolved($0.via, at: now)?.estimate }
-        guard let estimate else { return local }
+        guard t.phase == .playing, let estimate = anchor.estimate else { return local }
         let scaled = t.rate * (1 + estimate.skewPPM * 1e-6)
-        if anchor.time >= now || clocks.resolved(record.clock, at: now) == nil {
+        if anchor.time >= now || !anchor.direct {
             return Timeline(phase: .playing, anchorTime: anchor.time, position: t.position, rate: scaled)
         }
         let clockNow = estimate.peerTime(at: now)

@@ -129,7 +129,21 @@ public struct Membership: Sendable {
 
     public let configuration: Configuration
     public let me: PeerID
-    public private(set) var peers: [PeerID: Peer] = [:]
+    public private(set) var peers: [PeerID: Peer] = [:] {
+        didSet { if reachabilityTouched { refreshReachable() } }
+    }
+    /// The reachable peers, by id, and the same as a set; kept as peers change state, not
+    /// worked out when asked: the node reads them at every event, and at 64 peers filtering,
+    /// sorting and hashing them each time was a third of what telling the players of an
+    /// operation cost (docs/scale.md, twenty-fifth step).
+    public private(set) var reachable: [PeerID] = []
+    public private(set) var reachableSet: Set<PeerID> = []
+    /// Counts the changes of ``reachable``: a reader that kept what it derived from the set
+    /// knows when to work it out again.
+    public private(set) var reachabilityVersion: UInt64 = 0
+    /// A peer became or stopped being reachable, or was removed, since ``reachable`` was
+    /// last worked out: done again when the peer is stored.
+    private var reachabilityTouched = false
     /// Peers met for the first time or restarted that have not yet been told where this node
     /// reaches its other peers (`peer_addresses`): ``Node`` tells each once its address is
     /// validated (a large message to an address that has not answered a challenge would be held
@@ -353,12 +367,12 @@ public struct Membership: Sendable {
                 }
             } else if Self.onlyIntroduced(p), now - p.since >= configuration.strangers.introducedProbesFor {
                 // Introduced, never answered, and no longer probed: nothing else would remove it.
-                peers[id] = nil
+                remove(id)
                 events.append(.forgotten(id))
                 continue
             } else if p.state == .lost {
                 if now - p.since >= configuration.forgetAfter {
-                    peers[id] = nil
+                    remove(id)
                     events.append(.forgotten(id))
                     continue
                 }
@@ -489,11 +503,6 @@ public struct Membership: Sendable {
         return max(next, now)
     }
 
-    /// The reachable peers, by id.
-    public var reachable: [PeerID] {
-        peers.values.filter { $0.state == .reachable }.map(\.id).sorted()
-    }
-
     /// Every reachable peer's route, for ``PeerClocks``.
     public var routes: [PeerID: PeerClocks.Route] {
         var out: [PeerID: PeerClocks.Route] = [:]
@@ -507,7 +516,7 @@ public struct Membership: Sendable {
         return PeerClocks.Route(endpoint: e, incarnation: p.incarnation, vetted: p.vetted)
     }
 
-    public func isReachable(_ peer: PeerID) -> Bool { peers[peer]?.state == .reachable }
+    public func isReachable(_ peer: PeerID) -> Bool { reachableSet.contains(peer) }
 
     /// Where to send to `peer`: its preferred path, else the most recently heard, else any.
     public func endpoint(of peer: PeerID) -> Endpoint? {
@@ -516,6 +525,22 @@ public struct Membership: Sendable {
     }
 
     // MARK: - Helpers
+
+    private mutating func remove(_ id: PeerID) {
+        reachabilityTouched = true
+        peers[id] = nil
+    }
+
+    private mutating func refreshReachable() {
+        reachabilityTouched = false
+        var ids: [PeerID] = []
+        for (id, p) in peers where p.state == .reachable { ids.append(id) }
+        ids.sort()
+        guard ids != reachable else { return }
+        reachable = ids
+        reachableSet = Set(ids)
+        reachabilityVersion &+= 1
+    }
 
     private mutating func existingOrNew(_ id: PeerID, authenticated: Bool, now: LocalTime, events: inout [Event]) -> Peer? {
         if let p = peers[id] { return p }
@@ -528,7 +553,7 @@ public struct Membership: Sendable {
                 evicted.append(EvictedSightings(peer: evictee, sightings: gone.sightings))
                 if evicted.count > configuration.strangers.maxRemembered { evicted.removeFirst(evicted.count - configuration.strangers.maxRemembered) }
             }
-            peers[evictee] = nil
+            remove(evictee)
             events.append(.forgotten(evictee))
         }
         guard peers.count < configuration.maxPeers else {
@@ -545,8 +570,10 @@ public struct Membership: Sendable {
         return p
     }
 
-    private func transition(_ p: inout Peer, to state: State, now: LocalTime, events: inout [Event]) {
+    /// Every state change goes through here (the caller stores `p` afterwards).
+    private mutating func transition(_ p: inout Peer, to state: State, now: LocalTime, events: inout [Event]) {
         guard p.state != state else { return }
+        if p.state == .reachable || state == .reachable { reachabilityTouched = true }
         events.append(.stateChanged(p.id, from: p.state, to: state))
         p.state = state
         p.since = now

@@ -48,6 +48,23 @@ public struct Node: Sendable {
     public private(set) var syncReports = SyncReports()
     /// Which source addresses have answered a challenge (the shell's ``ReplyBudget`` spares them).
     public private(set) var paths: PathValidation
+    /// When the group clock last got every peer's estimate (``feedGroupClock(now:)``), and when
+    /// an operation last arrived.
+    private(set) var groupClockFedAt: LocalTime?
+    private var operationArrivedAt: LocalTime?
+    /// While operations arrive (one within ``groupClockActive``), the group clock gets the
+    /// estimates on the timer every ``groupClockRefresh``, not on the way of each operation:
+    /// resolving every peer's clock through the mesh was four fifths of handling an operation at
+    /// 64 peers (docs/scale.md, twenty-fifth step). An arriving operation reads the group clock
+    /// only for its stamp's sanity limit and its intake (milliseconds matter), and estimates are
+    /// linear in time, so ones up to ``groupClockMaxAge`` old serve as well; older ones are
+    /// refreshed first, and so are ones that would refuse the operation as stamped too far ahead
+    /// (a peer whose clock is ahead may have become known since). An idle node resolves nothing
+    /// for it. A command issued here always gets fresh ones: its instants are written on the
+    /// basis's clock.
+    static let groupClockRefresh: TimeSpan = .seconds(2)
+    static let groupClockActive: TimeSpan = .seconds(60)
+    static let groupClockMaxAge: TimeSpan = .seconds(15)
 
     public init(identity: Identity, configuration: Configuration = .init()) {
         self.identity = identity
@@ -132,7 +149,8 @@ public struct Node: Sendable {
         case .peerAddresses(let entries):
             out += onPeerAddresses(entries, source: source, now: now)
         case .operation(let op, let wantsAck):
-            feedGroupClock(now: now)
+            operationArrivedAt = now
+            if !feedGroupClock(now: now, ifOlderThan: Self.groupClockMaxAge), group.isStampedTooFarAhead(op, now: now) { feedGroupClock(now: now) }
             out += run(group.onOperation(op, wantsAck: wantsAck, from: sender, source: source, now: now), from: sender)
         case .itemRegister(let record):
             out += run(group.onRegister(record, from: sender), from: sender)
@@ -215,13 +233,17 @@ public struct Node: Sendable {
         let rtts = roundTrips(now: now)
         out += run(group.onTick(now: now, peers: peers, rtt: { rtts[$0] }), from: nil)
         out += syncReportsDue(now: now)
+        if let arrived = operationArrivedAt, now >= arrived, now - arrived < Self.groupClockActive {
+            feedGroupClock(now: now, ifOlderThan: Self.groupClockRefresh)
+        }
         return settle(out, now: now, always: true)
     }
 
     /// When ``onTick(now:)`` next has work.
     public func nextDeadline(now: LocalTime) -> LocalTime {
         var next = membership.nextDeadline(now: now)
-        next = min(next, clocks.nextDeadline(now: now, isReachable: membership.isReachable))
+        let reachable = membership.reachableSet
+        next = min(next, clocks.nextDeadline(now: now, isReachable: { reachable.contains($0) }))
         next = min(next, group.nextDeadline(now: now))
         next = min(next, syncReports.nextDeadline(now: now))
         // Only a waiting record has a coordinator deadline (its wait timeout); the view is not free.
@@ -236,6 +258,8 @@ public struct Node: Sendable {
     /// peers count as just heard, and retransmissions and reports are due at once. Records this
     /// node issued before the step keep their anchors (they are on the old scale) until superseded.
     public mutating func onLocalClockStep(now: LocalTime) -> [NodeDirective] {
+        groupClockFedAt = nil
+        operationArrivedAt = nil
         membership.onLocalClockStep(now: now)
         clocks.onLocalClockStep(now: now)
         group.onLocalClockStep(now: now)
@@ -246,6 +270,8 @@ public struct Node: Sendable {
     /// clock estimates hold again (exchanges restart with a burst), and times kept during the
     /// step (peers heard, retransmissions due) are rewritten as now.
     public mutating func onLocalClockCorrected(now: LocalTime) -> [NodeDirective] {
+        groupClockFedAt = nil
+        operationArrivedAt = nil
         membership.onLocalClockStep(now: now)
         clocks.onLocalClockCorrected(now: now)
         group.onLocalClockStep(now: now)
@@ -346,8 +372,9 @@ public struct Node: Sendable {
     /// The group as the coordinator sees it now.
     public var view: GroupView {
         GroupView(
-            me: identity.peer, state: group.state, participants: group.participants, reachable: Set(membership.reachable), timelines: timelines,
-            ackDelays: group.ackDelays)
+            me: identity.peer, state: group.state, participants: group.participants, reachable: membership.reachableSet, timelines: timelines,
+            ackDelays: group.ackDelays,
+            presenceVersion: .init(participants: group.participantsVersion, reachable: membership.reachabilityVersion))
     }
 
     /// Whether `endpoint` is known to be where a peer is: discovery gave it, or it answered a
@@ -418,7 +445,17 @@ public struct Node: Sendable {
     }
 
     /// The group clock reads the latest estimate of every known peer's clock.
+    /// ``feedGroupClock(now:)`` unless the group clock got its estimates less than `age` ago;
+    /// whether it did.
+    @discardableResult
+    private mutating func feedGroupClock(now: LocalTime, ifOlderThan age: TimeSpan) -> Bool {
+        guard groupClockFedAt.map({ now < $0 || now - $0 >= age }) ?? true else { return false }
+        feedGroupClock(now: now)
+        return true
+    }
+
     private mutating func feedGroupClock(now: LocalTime) {
+        groupClockFedAt = now
         group.onClockEstimates(membership.peers.keys.sorted().compactMap { peer in clocks.resolved(peer, at: now).map { (peer, $0.estimate) } })
     }
 

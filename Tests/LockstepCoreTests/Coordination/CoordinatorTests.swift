@@ -280,6 +280,26 @@ struct CoordinatorTests {
         #expect(k.onConcurrentCommands(report) == [.tell(1, .concurrent(report))])
     }
 
+    @Test("the participants told are worked out again only when the view's presence version changes; a view without one is never kept")
+    func participantsKeptByPresenceVersion() {
+        func with(_ participants: [ParticipantRecord], version: UInt64?) -> GroupView {
+            let v = Self.view([Self.record(.paused)], current: Self.film, participants: participants, reachable: [Self.bob])
+            return GroupView(
+                me: v.me, state: v.state, participants: v.participants, reachable: v.reachable, timelines: v.timelines,
+                presenceVersion: version.map { .init(participants: $0, reachable: 1) })
+        }
+        func told(_ d: [Coordinator.Directive]) -> [[ParticipantInfo]] {
+            d.compactMap { if case .tell(1, .participants(_, let list)) = $0 { list } else { nil } }
+        }
+        var k = Self.coordinator()
+        _ = k.onPlayerLoad(id: 1, item: Self.film, metadata: ItemMetadata(), solo: false, view: with([], version: 1), now: Self.t0)
+        #expect(told(k.onGroupChanged(view: with([Self.player(7, .ready)], version: 2), now: Self.t0)).map { $0.map(\.playerID) } == [[7]])
+        // The same version: the records are the ones already read (a node never shows new ones under it).
+        #expect(told(k.onGroupChanged(view: with([Self.player(8, .ready)], version: 2), now: Self.t0)).isEmpty, "kept")
+        #expect(told(k.onGroupChanged(view: with([Self.player(8, .ready)], version: 3), now: Self.t0)).map { $0.map(\.playerID) } == [[8]])
+        #expect(told(k.onGroupChanged(view: with([Self.player(9, .ready)], version: nil), now: Self.t0)).map { $0.map(\.playerID) } == [[9]], "no version: read anew")
+    }
+
     @Test("requests for a player that never said hello are refused")
     func unknownPlayer() {
         var k = Coordinator(me: Self.me)

@@ -35,6 +35,30 @@ struct MembershipTests {
         #expect(m.peers[alice]?.name == "Alice")
     }
 
+    @Test("the reachable peers, sorted and as a set, follow every change of state, and their version counts only real changes")
+    func reachableFollowsStates() {
+        var m = make()
+        #expect(m.reachable.isEmpty && m.reachableSet.isEmpty)
+        let v0 = m.reachabilityVersion
+        _ = m.onSighting(bob, name: "Bob", sighting: .init(instance: "bob", interfaceIndex: 2), endpoints: [Endpoint(host: "10.0.0.3", port: 4000)!], now: at(0))
+        #expect(m.reachable.isEmpty && m.reachabilityVersion == v0, "resolved is not reachable")
+        _ = m.onHeard(bob, incarnation: 1, from: Endpoint(host: "10.0.0.3", port: 4000)!, now: at(1 * ms))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(2 * ms))
+        #expect(m.reachable == [alice, bob], "by id")
+        #expect(m.reachableSet == [alice, bob] && m.isReachable(alice))
+        let v1 = m.reachabilityVersion
+        #expect(v1 > v0)
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(500 * ms))
+        #expect(m.reachabilityVersion == v1, "heard again: no change")
+        #expect(m.onTick(now: at(1 * ms + 3 * s)) == [.stateChanged(bob, from: .reachable, to: .lost)])
+        #expect(m.reachable == [alice] && !m.isReachable(bob) && m.reachabilityVersion > v1)
+        #expect(m.onGoodbye(alice, now: at(4 * s)) == [.stateChanged(alice, from: .reachable, to: .lost)])
+        #expect(m.reachable.isEmpty && m.reachableSet.isEmpty)
+        let v2 = m.reachabilityVersion
+        _ = m.onTick(now: at(4 * s + 600 * s))
+        #expect(m.peers.isEmpty && m.reachabilityVersion == v2, "forgetting lost peers changes nothing reachable")
+    }
+
     @Test("the peer timeout is configurable")
     func timeout() {
         var m = make { $0.lostAfter = .milliseconds(500) }

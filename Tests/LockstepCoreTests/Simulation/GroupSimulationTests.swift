@@ -38,6 +38,31 @@ struct GroupSimulationTests {
         return sim
     }
 
+    @Test("the group clock gets the peers' estimates on the timer while operations arrive, not on the way of each, and not at all while none does; the peers' clocks 30 s apart, every operation is taken")
+    func groupClockFedOffTheReceivePath() throws {
+        var sim = settled(hosts: 4)
+        sim.issue(0, .load(Self.film, .init(title: "Night")))
+        sim.run(for: 2 * s)
+        // Just after host 2's timer gave its group clock the estimates: no refresh is due soon.
+        var fed = try #require(sim.hosts[2].node.groupClockFedAt)
+        while sim.local(2) - fed > .milliseconds(50) {
+            sim.run(for: 10 * ms)
+            fed = try #require(sim.hosts[2].node.groupClockFedAt)
+        }
+        #expect(sim.issue(1, .play(rate: nil)) == .done)
+        sim.run(for: 5 * ms)
+        #expect(sim.hosts[2].node.group.state.items[Self.film]?.timeline.phase == .playing, "taken")
+        #expect(sim.hosts[2].node.groupClockFedAt == fed, "the operation did not resolve every clock again")
+        sim.run(for: 3 * s)
+        let later = try #require(sim.hosts[2].node.groupClockFedAt)
+        #expect(later - fed >= .seconds(2) && later - fed < .seconds(3), "the timer did, two seconds later")
+        #expect(Set(sim.hosts.map(\.node.group.state)).count == 1)
+        // A minute without operations: the timer leaves the group clock alone.
+        sim.run(for: 90 * s)
+        let idle = try #require(sim.hosts[2].node.groupClockFedAt)
+        #expect(sim.local(2) - idle > .seconds(25), "no refresh while no operation arrives")
+    }
+
     @Test("a seek issued on one peer is applied on every peer at the same host instant, within the clock estimates' error")
     func seekSameInstant() throws {
         var sim = settled(hosts: 5)
