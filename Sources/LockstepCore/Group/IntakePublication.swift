@@ -7,7 +7,8 @@
 /// design: the value carries a quarter of headroom (rounded up to a whole millisecond), it is
 /// published again only when the longest intake exceeds it or falls below a quarter of it (or
 /// there is none any more: zero withdraws it), or every ``refresh`` while it stands (receivers
-/// keep it 10 minutes), and at most once a ``minInterval``. A new
+/// keep it 10 minutes), and at most once a ``minInterval``; never again unchanged before that
+/// (a sub-millisecond intake rounds to the 1 ms it was told as). A new
 /// intake is looked at ``settle`` and this node's ``stagger`` after it arrived, not at once: the
 /// burst that brought it is still reaching the others, and every device that saw it may publish,
 /// so at once they would send n × (n − 1) datagrams together, in the way of the next command.
@@ -60,12 +61,16 @@ public struct IntakePublication: Sendable, Equatable {
             checkAt = nil
         }
         let current = worst ?? .zero
+        let value = current > .zero ? Self.withHeadroom(current) : .zero
         let rose = current > published
-        let fell = published > .zero && current * Int64(4) < published
+        // Below a quarter, but what it rounds to may be what peers were told: an intake under
+        // 0.2 ms rounds to 1 ms, and was told again, unchanged, to every peer after every
+        // command (docs/scale.md, twenty-fifth step).
+        let fell = published > .zero && current * Int64(4) < published && value != published
         let stale = published > .zero && lastAt.map { now - $0 >= Self.refresh } ?? false
         guard rose || fell || stale else { return nil }
         if let lastAt, now - lastAt < Self.minInterval { return nil }
-        published = current > .zero ? Self.withHeadroom(current) : .zero
+        published = value
         lastAt = now
         return published
     }

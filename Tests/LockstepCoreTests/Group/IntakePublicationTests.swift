@@ -33,6 +33,18 @@ struct IntakePublicationTests {
         #expect(p.onCheck(worst: nil, now: t1 + .seconds(3)) == nil)
     }
 
+    @Test("an intake that falls below a quarter but rounds to the value told is not told again: sub-millisecond intakes are told once")
+    func unchangedValueNotRetold() {
+        var p = IntakePublication()
+        #expect(p.onCheck(worst: .microseconds(150), now: Self.t0) == .milliseconds(1))
+        for k in 1...20 {
+            #expect(p.onCheck(worst: .microseconds(100 + Int64(k)), now: Self.t0 + .seconds(Int64(2 * k))) == nil, "still rounds to 1 ms")
+        }
+        #expect(p.onCheck(worst: .microseconds(1_100), now: Self.t0 + .seconds(60)) == .milliseconds(2), "past what was told: told")
+        #expect(p.onCheck(worst: .microseconds(300), now: Self.t0 + .seconds(62)) == .milliseconds(1), "below a quarter, and a new value: told")
+        #expect(p.onCheck(worst: .microseconds(200), now: Self.t0 + .seconds(400)) == .milliseconds(1), "standing 5 minutes: told again")
+    }
+
     @Test("a standing value is told again every 5 minutes, before receivers forget it; nothing standing is not")
     func refresh() {
         var p = IntakePublication()
