@@ -83,7 +83,14 @@ let package = Package(
             ]
         ),
         // The reference player: a precise virtual player, for tests, benchmarks, and as an example.
-        .target(name: "LockstepRefPlayer", dependencies: ["LockstepClient", "LockstepCore", "LockstepPlayerProtocol"]),
+        .target(
+            name: "LockstepRefPlayer",
+            dependencies: [
+                "LockstepClient", "LockstepCore", "LockstepPlayerProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "lockstep-refplayer",
             dependencies: [
@@ -179,7 +186,14 @@ let package = Package(
             ]
         ),
         // The Swift player SDK: the coordinator's policy on a manual clock, the coordinator against an agent.
-        .testTarget(name: "LockstepClientTests", dependencies: ["LockstepClient", "LockstepPlayerProtocol", "LockstepTestKit"]),
+        .testTarget(
+            name: "LockstepClientTests",
+            dependencies: [
+                "LockstepClient", "LockstepPlayerProtocol", "LockstepTestKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "LockstepCLITests", dependencies: ["LockstepCLI", "LockstepTestKit", "LockstepLab", "LockstepPlayerProtocol"]),
         // The web endpoint's pure parts (pairing, origins, the time service, the asset table) and
         // the endpoint against an agent in this process.
@@ -190,7 +204,7 @@ let package = Package(
         // Tests on the network lab: real avahi-daemons, several hosts. Need root and LOCKSTEP_LAB=1.
         .testTarget(
             name: "LabTests",
-            dependencies: ["LockstepLab", "LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPeerWire", "LockstepPlayerProtocol"]
+            dependencies: ["LockstepLab", "LockstepClient", "LockstepCore", "LockstepMPV", "LockstepPeerWire", "LockstepPlayerProtocol", "LockstepRefPlayer"]
         ),
     ]
 )

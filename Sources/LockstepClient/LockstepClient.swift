@@ -11,8 +11,9 @@ import Synchronization
 ///         for await event in agent.events { ... }
 ///     }
 ///
-/// Requests are matched to replies by `request_id`; events arrive on ``events`` in order. The
-/// connection is closed when the closure returns.
+/// Requests are matched to replies by `request_id`; events arrive on ``events`` in order (or,
+/// given `onEvent`, are handed to it on the connection's event loop). The connection is closed
+/// when the closure returns.
 public struct LockstepClient: Sendable {
     /// Why talking to the agent failed.
     public enum Failure: Error, CustomStringConvertible, Equatable {
@@ -53,12 +54,17 @@ public struct LockstepClient: Sendable {
 
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     private let pending: Pending
-    /// Events from the agent, in the order they were sent.
+    /// Events from the agent, in the order they were sent; with `onEvent`, none (it ends when
+    /// the connection does).
     public let events: AsyncStream<Event>
 
-    /// Connects, runs `body`, and closes the connection.
+    /// Connects, runs `body`, and closes the connection. With `onEvent`, each event goes to it as
+    /// it is read, in order, on the connection's event loop (one of `group`'s), not onto
+    /// ``events``: an actor whose executor is that loop handles it on the thread that read it
+    /// (``PlaybackCoordinator`` does), with no task woken in between.
     public static func withConnection<T: Sendable>(
         socketPath: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onEvent: (@Sendable (Event) -> Void)? = nil,
         _ body: (LockstepClient) async throws -> T
     ) async throws -> T {
         let pending = Pending()
@@ -68,7 +74,7 @@ public struct LockstepClient: Sendable {
             channel = try await ClientBootstrap(group: group).connect(unixDomainSocketPath: socketPath) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: 16 * 1024 * 1024)))
-                    try channel.pipeline.syncOperations.addHandler(LineRouter { Self.route($0, pending: pending, events: sink) })
+                    try channel.pipeline.syncOperations.addHandler(LineRouter { Self.route($0, pending: pending, events: sink, onEvent: onEvent) })
                     return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
@@ -141,10 +147,10 @@ public struct LockstepClient: Sendable {
         return b
     }
 
-    private static func route(_ bytes: [UInt8], pending: Pending, events: AsyncStream<Event>.Continuation) {
+    private static func route(_ bytes: [UInt8], pending: Pending, events: AsyncStream<Event>.Continuation, onEvent: (@Sendable (Event) -> Void)?) {
         guard let head = try? PlayerJSON.decode(LineHead.self, from: bytes) else { return }
         if let name = head.event {
-            events.yield(Event(name: name, json: bytes))
+            if let onEvent { onEvent(Event(name: name, json: bytes)) } else { events.yield(Event(name: name, json: bytes)) }
         } else if case .number(let id)? = head.requestID {
             pending.resolve(id, bytes)
         }

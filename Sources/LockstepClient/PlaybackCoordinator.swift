@@ -1,4 +1,6 @@
 import LockstepPlayerProtocol
+import NIOCore
+import NIOPosix
 
 /// Coordinates one player with the group through the local agent: SharePlay's
 /// `AVDelegatingPlaybackCoordinator` and `GroupSession` for Lockstep's player socket.
@@ -10,6 +12,12 @@ import LockstepPlayerProtocol
 /// ends, or a seek, per the capabilities declared), and reconnects when the agent restarts,
 /// restoring the item, the readiness and the open suspensions. The decisions are
 /// ``CoordinatorPolicy``'s; this actor only moves messages.
+///
+/// It runs on one NIO event loop (its executor, ``eventLoop``), the one its connection reads
+/// on: an event from the agent is handled on the thread that read it, and its command goes to
+/// the delegate from there. A delegate actor that runs on the same loop (its `unownedExecutor`,
+/// as ``Configuration/eventLoop`` lets it choose) is called without any thread hop; another is
+/// called on its own executor, as any actor is.
 ///
 ///     actor Player: PlayerDelegate {                   // a player whose media clock is CLOCK_MONOTONIC
 ///         var anchor = (item: Int64(0), host: Int64(0)), rate = 0.0
@@ -52,6 +60,10 @@ public actor PlaybackCoordinator {
         public var syncToleranceNs: Int64?
         public var reportIntervalNs: Int64 = 100_000_000
         public var reconnectIntervalNs: Int64 = 200_000_000
+        /// The event loop the coordinator runs on (its executor, its connections and its timer);
+        /// nil: one of NIO's shared loops. A delegate actor with this loop as its executor is
+        /// called on it directly.
+        public var eventLoop: (any EventLoop)?
 
         public init(name: String, socketPath: String = PlayerProtocol.defaultSocketPath(), capabilities: PlayerCapabilities = PlayerCapabilities(), outputLatencyNs: Int64? = nil, startLatencyNs: Int64? = nil, syncToleranceNs: Int64? = nil) {
             self.name = name
@@ -78,6 +90,9 @@ public actor PlaybackCoordinator {
     public let configuration: Configuration
     public nonisolated let delegate: any PlayerDelegate
     public nonisolated let clock: any HostClock
+    /// The event loop this coordinator runs on: its executor, and where its connection reads.
+    public nonisolated let eventLoop: any EventLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
 
     /// This player's id on its agent (nil until connected).
     public private(set) var playerID: UInt32?
@@ -103,12 +118,18 @@ public actor PlaybackCoordinator {
     private var nextConnectedWaiter = 0
     private let steps: AsyncStream<Step>.Continuation
     private let stepStream: AsyncStream<Step>
+    /// Events read before hello and the item's restoring finished: handled after, in order.
+    private var early: [LockstepClient.Event]? = []
+    /// The policy's next wake-up on the loop's timer, and the tick task waiting to be cancelled.
+    private var tickTimer: Scheduled<Void>?
+    private var tickStopped: CheckedContinuation<Void, Never>?
 
     public init(delegate: any PlayerDelegate, configuration: Configuration, clock: any HostClock = MonotonicClock()) {
         self.delegate = delegate
         self.configuration = configuration
         self.startLatencyNs = configuration.startLatencyNs
         self.clock = clock
+        self.eventLoop = configuration.eventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         self.policy = CoordinatorPolicy(capabilities: configuration.capabilities, reportIntervalNs: configuration.reportIntervalNs)
         (stepStream, steps) = AsyncStream<Step>.makeStream()
     }
@@ -304,9 +325,11 @@ public actor PlaybackCoordinator {
     private func supervise() async {
         while !Task.isCancelled {
             do {
-                try await LockstepClient.withConnection(socketPath: configuration.socketPath) { @Sendable client in
+                // Events are handled as the loop reads them (it is this actor's executor).
+                let onEvent: @Sendable (LockstepClient.Event) -> Void = { [self] event in self.assumeIsolated { $0.received(event) } }
+                try await LockstepClient.withConnection(socketPath: configuration.socketPath, group: eventLoop, onEvent: onEvent) { @Sendable client in
                     try await self.hello(client)
-                    for await event in client.events { await self.on(event) }
+                    for await _ in client.events {}
                 }
             } catch {
                 // Not running, restarting, or refused: try again shortly.
@@ -335,11 +358,20 @@ public actor PlaybackCoordinator {
         for waiter in connectedWaiters.values { waiter.resume() }
         connectedWaiters = [:]
         emit(.connection(true))
+        let first = early ?? []
+        early = nil
+        for event in first { on(event) }
+    }
+
+    /// An event as the connection read it: handled now, or once hello and the restoring are done.
+    private func received(_ event: LockstepClient.Event) {
+        if early != nil { early?.append(event) } else { on(event) }
     }
 
     private func disconnected() {
         let was = isConnected
         isConnected = false
+        early = []
         client = nil
         participants = []
         policy.onDisconnected()
@@ -417,15 +449,37 @@ public actor PlaybackCoordinator {
         }
     }
 
-    /// Ticks the policy at its wake-ups: ends nudges on time, reports positions.
+    /// Ticks the policy at its wake-ups (ends nudges on time, reports positions) until cancelled,
+    /// on the loop's own timer: a task's sleep went through Dispatch's timer and the concurrency
+    /// pool before reaching this actor, threads woken for every report (docs/scale.md,
+    /// twenty-fifth step).
     private func tick() async {
-        while !Task.isCancelled {
-            let now = clock.now()
-            perform(policy.onTick(now: now))
-            let wake = policy.nextWakeUp(now: now)
-            let delay = min(max(0, wake &- now), configuration.reportIntervalNs)
-            do { try await Task.sleep(nanoseconds: UInt64(max(500_000, delay))) } catch { return }
+        onTickTimer()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+                tickStopped = stopped
+                if Task.isCancelled { stopTicking() }
+            }
+        } onCancel: {
+            Task { await self.stopTicking() }
         }
+    }
+
+    private func onTickTimer() {
+        let now = clock.now()
+        perform(policy.onTick(now: now))
+        let wake = policy.nextWakeUp(now: now)
+        let delay = min(max(0, wake &- now), configuration.reportIntervalNs)
+        tickTimer = eventLoop.scheduleTask(in: .nanoseconds(max(500_000, delay))) { [self] in
+            self.assumeIsolated { $0.onTickTimer() }
+        }
+    }
+
+    private func stopTicking() {
+        tickTimer?.cancel()
+        tickTimer = nil
+        tickStopped?.resume()
+        tickStopped = nil
     }
 
     private func report() async {

@@ -2,6 +2,8 @@ import Foundation
 import LockstepClient
 import LockstepCore
 import LockstepPlayerProtocol
+import NIOCore
+import NIOPosix
 
 /// A headless player that "plays" a virtual timeline off the host clock, coordinated by the
 /// Swift SDK's ``PlaybackCoordinator`` (it is the coordinator's ``PlayerDelegate``): the precise
@@ -20,6 +22,9 @@ import LockstepPlayerProtocol
 /// Because the playback is simulated, its true position at any host time is exact
 /// (``VirtualPlayback``); every change is logged as a JSON line, so a benchmark can reconstruct
 /// every player's position at any instant.
+///
+/// It runs on its coordinator's event loop (``eventLoop``, its executor): a timeline the agent
+/// sends reaches it on the thread that read it, as the SDK lets any player do.
 public actor ReferencePlayer: PlayerDelegate {
     public struct Configuration: Sendable {
         public var name = "reference"
@@ -42,15 +47,20 @@ public actor ReferencePlayer: PlayerDelegate {
     public let configuration: Configuration
     /// Host time: `CLOCK_MONOTONIC`, or a manual clock in tests. Read once per event.
     public nonisolated let clock: any HostClock
+    /// This player's executor, and its coordinator's.
+    public nonisolated let eventLoop: any EventLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
     public private(set) var playback: VirtualPlayback
     private var rng: SplitMix64
     private var log: (@Sendable (String) -> Void)?
     /// The coordinator driving this player, while ``run(socketPath:)`` runs (for seek buffering).
     private var coordinator: PlaybackCoordinator?
+    private let encoder = JSONEncoder()
 
     public init(configuration: Configuration, clock: any HostClock = MonotonicClock(), log: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
         self.clock = clock
+        self.eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         self.playback = VirtualPlayback(driftPPM: configuration.driftPPM, at: clock.now())
         self.rng = SplitMix64(seed: configuration.seed)
         self.log = log
@@ -64,17 +74,18 @@ public actor ReferencePlayer: PlayerDelegate {
             name: c.name, socketPath: socketPath, capabilities: PlayerCapabilities(rate: c.canChangeRate, exactSeek: true, startAtHostTime: true),
             outputLatencyNs: c.outputLatencyNs, startLatencyNs: c.startLatencyNs)
         config.reportIntervalNs = c.reportIntervalNs
+        config.eventLoop = eventLoop
         let coordinator = PlaybackCoordinator(delegate: self, configuration: config, clock: clock)
         await attach(coordinator)
         try await coordinator.run { coordinator in
             let outcome = try await coordinator.transition(toItem: c.item, share: c.share, durationNs: c.durationNs)
-            await self.record(["kind": "loaded", "outcome": outcome.rawValue])
+            await self.recordLoaded(outcome.rawValue)
             try await Task.sleep(nanoseconds: UInt64(c.loadDelayNs))
             try await coordinator.setReady()
-            while !Task.isCancelled {
-                try await Task.sleep(nanoseconds: UInt64(c.reportIntervalNs))
-                await self.tick()
-            }
+            // Nothing to do but follow: the coordinator reports the position, and the log's
+            // segments give it at any instant (a line per tick, with the way lines were
+            // written, was half of a playing player's CPU: docs/scale.md, twenty-fifth step).
+            while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600 * UInt64(Nanos.second)) }
         }
     }
 
@@ -88,13 +99,13 @@ public actor ReferencePlayer: PlayerDelegate {
 
     public func buffer(_ command: BufferingCommand) {
         let s = playback.change(at: max(command.hostTimeNs, clock.now()), position: command.itemTimeNs, rate: 0)
-        record(["kind": "segment", "cause": "wait", "segment": s])
+        record(segment: s, cause: "wait")
     }
 
     public func seek(_ command: SeekCommand) {
         let (at, position) = landing(command.hostTimeNs, command.itemTimeNs, rate: command.rate, now: clock.now())
         let s = playback.change(at: at, position: position, rate: command.rate)
-        record(["kind": "segment", "cause": "seek-correction", "error_ns": command.errorNs, "segment": s])
+        record(segment: s, cause: "seek-correction") { $0.errorNs = command.errorNs }
         seekBuffering()
     }
 
@@ -103,7 +114,7 @@ public actor ReferencePlayer: PlayerDelegate {
         // Nudges only bend playing media; a paused player has nothing to correct.
         guard playback.nominalRate(at: now) > 0 else { return }
         let s = playback.change(at: now, rate: rate)
-        record(["kind": "segment", "cause": "rate-correction", "segment": s])
+        record(segment: s, cause: "rate-correction")
     }
 
     public func currentPosition() -> PositionSample? {
@@ -118,15 +129,16 @@ public actor ReferencePlayer: PlayerDelegate {
         let (at, position) = landing(command.hostTimeNs, command.itemTimeNs, rate: rate, now: now)
         let s = playback.change(at: at, position: position, rate: rate)
         let o = command.originator
-        record([
-            "kind": "segment", "cause": "timeline", "state": state, "received_host_ns": now, "asked_host_ns": command.hostTimeNs, "asked_position_ns": command.itemTimeNs,
-            "segment": s, "origin": o.name, "origin_peer_id": o.peerID, "origin_lamport": o.lamport, "action": o.action.rawValue,
-        ])
-    }
-
-    private func tick() {
-        let now = clock.now()
-        record(["kind": "tick", "host_time_ns": now, "position_ns": playback.position(at: now)])
+        record(segment: s, cause: "timeline") {
+            $0.state = state
+            $0.receivedHostNs = now
+            $0.askedHostNs = command.hostTimeNs
+            $0.askedPositionNs = command.itemTimeNs
+            $0.origin = o.name
+            $0.originPeerID = o.peerID
+            $0.originLamport = o.lamport
+            $0.action = o.action.rawValue
+        }
     }
 
     /// Where and when an instruction "be at `position` at `host`" really lands: no earlier than
@@ -152,16 +164,23 @@ public actor ReferencePlayer: PlayerDelegate {
         }
     }
 
-    private func record(_ fields: [String: any Sendable]) {
-        guard let log else { return }
-        var object = fields
-        object["player"] = configuration.name
-        if let s = object["segment"] as? VirtualPlayback.Segment {
-            object["segment"] = ["from_host_ns": s.from, "position_ns": s.position, "rate": s.rate] as [String: any Sendable]
-        }
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), let line = String(data: data, encoding: .utf8) {
-            log(line)
-        }
+    private func recordLoaded(_ outcome: String) {
+        var line = PlayerLogLine(kind: "loaded", player: configuration.name)
+        line.outcome = outcome
+        write(line)
+    }
+
+    private func record(segment: VirtualPlayback.Segment, cause: String, _ fill: (inout PlayerLogLine) -> Void = { _ in }) {
+        var line = PlayerLogLine(kind: "segment", player: configuration.name)
+        line.segment = segment
+        line.cause = cause
+        fill(&line)
+        write(line)
+    }
+
+    private func write(_ line: PlayerLogLine) {
+        guard let log, let data = try? encoder.encode(line), let text = String(data: data, encoding: .utf8) else { return }
+        log(text)
     }
 }
 
