@@ -83,6 +83,9 @@ public final class PlayerServer: Sendable {
         defer { PrivateUmask.release() }
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
+            // One read (at most 64 KiB) per readable event: ``ClientLines`` holds reads while too
+            // many lines wait, and NIO's default of four reads an event let up to 256 KiB past it.
+            .childChannelOption(.maxMessagesPerRead, value: 1)
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: maxLine)))
