@@ -319,7 +319,7 @@ public actor Agent: ClientHandler {
     /// Re-arms the one timer for the earliest deadline of the node and the key rotation.
     func rearm(_ now: LocalTime) {
         guard timerEnabled, !stopped, !draining else { return }
-        var deadline = inPlace(&node) { $0.nextDeadline(now: now) }
+        var deadline = inPlace(&node) { $0.nextWakeup(now: now) }
         if let k = keys.nextDeadline { deadline = min(deadline, max(k, now)) }
         if let p = pairing.nextDeadline { deadline = min(deadline, max(p, now)) }
         if let m = measurements.nextDue { deadline = min(deadline, max(m, now)) }

@@ -182,7 +182,7 @@ public struct GroupSimulation {
                 delivered += 1
             }
         }
-        let deadline = hosts[i].node.nextDeadline(now: local(i))
+        let deadline = hosts[i].node.nextWakeup(now: local(i))
         let t = max(now + 1, trueTime(i, local: deadline))
         // Moved either way, as the agent's timer is: a deadline that went away (a follow-up that
         // came before its wait ran out) must not wake the node for nothing.

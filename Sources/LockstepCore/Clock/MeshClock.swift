@@ -308,7 +308,10 @@ public struct MeshClock: Sendable {
     }
 
     /// ``resolved(peer:at:)`` before the asymmetry: the direct estimate checked against its paths.
-    private func checked(peer: PeerID, at now: LocalTime) -> ResolvedOffset? {
+    /// Its offset and rate are the resolved ones; only its bound is not yet widened, so it
+    /// converts instants exactly as ``resolved(peer:at:)`` does, without reading every closure of
+    /// the mesh for the asymmetry scale.
+    public func checked(peer: PeerID, at now: LocalTime) -> ResolvedOffset? {
         let paths = paths(to: peer, at: now)
         guard let direct = local[peer]?.rebased(to: now) else {
             // Only two-hop paths (a peer this node does not measure): those that agree with the

@@ -94,6 +94,19 @@ public struct PeerClocks: Sendable {
             scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: yields)
             stamps = TransmitStamps(configuration: configuration.transmitStamps)
         }
+
+        /// When this link next has work: an exchange due or expiring, or a transmit time awaited.
+        func nextWakeup(at now: LocalTime) -> LocalTime {
+            let exchange = scheduler.nextWakeup(at: now, estimate: estimator.estimate(at: now))
+            return stamps.nextDeadline.map { min(exchange, $0) } ?? exchange
+        }
+
+        /// ``nextWakeup(at:)`` for a link reached in place (`links.values[i]`, through the
+        /// dictionary's modify accessor): read through its getter, the link was copied, its
+        /// estimator's windows retained field by field. Changes nothing.
+        mutating func nextWakeupInPlace(at now: LocalTime) -> LocalTime {
+            nextWakeup(at: now)
+        }
     }
 
     /// Replies remembered per peer for its results: a result follows its exchange within a round
@@ -537,9 +550,21 @@ public struct PeerClocks: Sendable {
     /// every event, and building every route for it was a measurable share of an idle agent's CPU.
     public func nextDeadline(now: LocalTime, isReachable: (PeerID) -> Bool) -> LocalTime {
         var next = reportSoon.isEmpty ? nextReport ?? now : now
-        for (peer, link) in links where isReachable(peer) {
-            next = min(next, link.scheduler.nextWakeup(at: now, estimate: link.estimator.estimate(at: now)))
-            if let d = link.stamps.nextDeadline { next = min(next, d) }
+        for (peer, link) in links where isReachable(peer) { next = min(next, link.nextWakeup(at: now)) }
+        return max(next, now)
+    }
+
+    /// ``nextDeadline(now:isReachable:)``, each link read in place: what the node's timer asks
+    /// after every event. Iterating the links copied each one; at 64 peers that was 8 % of the
+    /// core's CPU in `scale-sim` (docs/scale.md, twenty-sixth step). Changes nothing.
+    public mutating func nextWakeup(now: LocalTime, isReachable: (PeerID) -> Bool) -> LocalTime {
+        var next = reportSoon.isEmpty ? nextReport ?? now : now
+        // A hand-kept index: `links.indices` would hold a copy of the dictionary, and the first
+        // in-place access would then copy its storage.
+        var i = links.startIndex
+        while i != links.endIndex {
+            if isReachable(links.keys[i]) { next = min(next, links.values[i].nextWakeupInPlace(at: now)) }
+            links.formIndex(after: &i)
         }
         return max(next, now)
     }
@@ -555,6 +580,14 @@ public struct PeerClocks: Sendable {
     /// mesh, or a two-hop path when the direct link is distrusted or missing.
     public func resolved(_ peer: PeerID, at now: LocalTime) -> MeshClock.ResolvedOffset? {
         mesh.resolved(peer: peer, at: now)
+    }
+
+    /// ``resolved(_:at:)`` for converting instants: the same offset and rate, its bound not widened
+    /// by the mesh's asymmetry scale (``MeshClock/checked(peer:at:)``). A conversion reads no
+    /// bound, and the scale reads every closure of the mesh; a playing player's reports (ten a
+    /// second) and every operation convert a timeline (docs/scale.md, twenty-sixth step).
+    public func conversion(of peer: PeerID, at now: LocalTime) -> ClockEstimate? {
+        mesh.checked(peer: peer, at: now)?.estimate
     }
 
     /// The best round trip to `peer`, if measured.

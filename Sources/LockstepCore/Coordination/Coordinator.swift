@@ -172,8 +172,8 @@ public struct Coordinator: Sendable {
             let timeline = view.timelines.timeline(of: record, now: now),
             // Not before the timeline's instant, nor before the instant the player was told to
             // join it (later, for a timeline learnt late): a player still waiting to start is not late.
-            let anchor = view.timelines.anchor(of: record, now: now), at >= anchor.time,
-            p.toldTimeline != record.stamp || at >= (p.toldAt ?? anchor.time)
+            let anchor = view.timelines.anchorTime(of: record, now: now), at >= anchor,
+            p.toldTimeline != record.stamp || at >= (p.toldAt ?? anchor)
         else { return [] }
         let lead = max(p.info.startLatency, .milliseconds(2))
         guard
@@ -381,7 +381,7 @@ public struct Coordinator: Sendable {
                 p.toldTimeline = record.stamp
                 p.toldWaitingFor = waiting
                 p.sync.reset()
-                let at = max(view.timelines.anchor(of: record, now: now)?.time ?? now, now)
+                let at = max(view.timelines.anchorTime(of: record, now: now) ?? now, now)
                 out.append(.tell(id, .wait(item: item, position: record.timeline.position, at: at, waitingFor: waiting, record: record)))
             }
         case .playing, .paused, .stopped:
@@ -421,7 +421,7 @@ public struct Coordinator: Sendable {
             var reason: CommandReason?
             if blockers(on: record.item, view: view).isEmpty {
                 reason = .ready
-            } else if let anchor = view.timelines.anchor(of: record, now: now), now - anchor.time >= configuration.waitTimeout {
+            } else if let anchor = view.timelines.anchorTime(of: record, now: now), now - anchor >= configuration.waitTimeout {
                 reason = .timeout
             }
             guard let reason else { continue }
@@ -447,7 +447,7 @@ public struct Coordinator: Sendable {
     public func nextDeadline(view: GroupView, now: LocalTime) -> LocalTime {
         var next = LocalTime.distantFuture
         for record in view.state.items.values where record.timeline.phase == .waiting && isResponsibleForStart(record, view: view) {
-            if let anchor = view.timelines.anchor(of: record, now: now) { next = min(next, anchor.time + configuration.waitTimeout) }
+            if let anchor = view.timelines.anchorTime(of: record, now: now) { next = min(next, anchor + configuration.waitTimeout) }
         }
         return next
     }

@@ -17,25 +17,37 @@ public struct LocalTimelines: Sendable {
     /// estimate of its clock (or of its alternate's) exists. Until then the record cannot be
     /// followed: players wait.
     public func anchor(of record: ItemRecord, now: LocalTime) -> (time: LocalTime, bound: TimeSpan)? {
-        converted(record, now: now).map { ($0.time, $0.bound) }
-    }
-
-    /// ``anchor(of:now:)``, with the estimate it went through (nil on the local clock) and
-    /// whether that was the record's own clock's: each resolution goes through the mesh, so a
-    /// caller that needs the estimate too resolves once.
-    private func converted(_ record: ItemRecord, now: LocalTime) -> (time: LocalTime, bound: TimeSpan, estimate: ClockEstimate?, direct: Bool)? {
-        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), .zero, nil, true) }
+        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), .zero) }
         // The bound is the estimate's at the converted instant: it grows away from the samples.
         if let r = clocks.resolved(record.clock, at: now) {
             let t = r.estimate.localTime(at: record.timeline.anchorTime)
-            return (t, r.estimate.errorBoundSpan(at: t), r.estimate, true)
+            return (t, r.estimate.errorBoundSpan(at: t))
         }
         if let alt = record.alternate {
-            if alt.via == me { return (LocalTime(ours: alt.anchorTime), .zero, nil, false) }
+            if alt.via == me { return (LocalTime(ours: alt.anchorTime), .zero) }
             if let r = clocks.resolved(alt.via, at: now) {
                 let t = r.estimate.localTime(at: alt.anchorTime)
-                return (t, r.estimate.errorBoundSpan(at: t) + alt.bound, r.estimate, false)
+                return (t, r.estimate.errorBoundSpan(at: t) + alt.bound)
             }
+        }
+        return nil
+    }
+
+    /// ``anchor(of:now:)``'s time alone, converted as it is (``PeerClocks/conversion(of:at:)``).
+    public func anchorTime(of record: ItemRecord, now: LocalTime) -> LocalTime? {
+        converted(record, now: now)?.time
+    }
+
+    /// The anchor on the local clock, with the estimate it went through (nil on the local clock)
+    /// and whether that was the record's own clock's: one resolution for both.
+    private func converted(_ record: ItemRecord, now: LocalTime) -> (time: LocalTime, estimate: ClockEstimate?, direct: Bool)? {
+        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), nil, true) }
+        if let e = clocks.conversion(of: record.clock, at: now) {
+            return (e.localTime(at: record.timeline.anchorTime), e, true)
+        }
+        if let alt = record.alternate {
+            if alt.via == me { return (LocalTime(ours: alt.anchorTime), nil, false) }
+            if let e = clocks.conversion(of: alt.via, at: now) { return (e.localTime(at: alt.anchorTime), e, false) }
         }
         return nil
     }

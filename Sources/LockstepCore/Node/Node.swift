@@ -241,9 +241,27 @@ public struct Node: Sendable {
 
     /// When ``onTick(now:)`` next has work.
     public func nextDeadline(now: LocalTime) -> LocalTime {
-        var next = membership.nextDeadline(now: now)
         let reachable = membership.reachableSet
-        next = min(next, clocks.nextDeadline(now: now, isReachable: { reachable.contains($0) }))
+        return deadline(
+            now: now, membership: membership.nextDeadline(now: now),
+            clocks: clocks.nextDeadline(now: now, isReachable: { reachable.contains($0) })
+        )
+    }
+
+    /// When to call ``onTick(now:)`` next: ``nextDeadline(now:)`` or a little earlier (a tick
+    /// then finds nothing due), with membership's part not worked out again after a change that
+    /// cannot bring it forward (``Membership/nextWakeup(now:)``). What the shell's timer uses.
+    public mutating func nextWakeup(now: LocalTime) -> LocalTime {
+        // Both worked out before the call: as its arguments they would mutate the node the call
+        // reads, and the node was copied whole for it.
+        let membershipNext = membership.nextWakeup(now: now)
+        let reachable = membership.reachableSet
+        let clocksNext = clocks.nextWakeup(now: now, isReachable: { reachable.contains($0) })
+        return deadline(now: now, membership: membershipNext, clocks: clocksNext)
+    }
+
+    private func deadline(now: LocalTime, membership membershipNext: LocalTime, clocks clocksNext: LocalTime) -> LocalTime {
+        var next = min(membershipNext, clocksNext)
         next = min(next, group.nextDeadline(now: now))
         next = min(next, syncReports.nextDeadline(now: now))
         // Only a waiting record has a coordinator deadline (its wait timeout); the view is not free.

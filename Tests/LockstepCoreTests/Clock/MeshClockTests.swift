@@ -192,6 +192,30 @@ struct MeshClockTests {
         #expect(abs(viaB.asymmetryNs - 2.0.squareRoot() * scale) < 1e-6)
     }
 
+    @Test("a conversion's estimate is the resolved one before widening: the same offset, skew and instants, directly and over two hops, only its bound narrower")
+    func checkedConvertsAsResolved() {
+        var mesh = MeshClock(localID: Self.a)
+        let t = LocalTime(ns: 0)
+        let d = PeerID(high: 0, low: 0xD)
+        mesh.updateLocal(peer: Self.b, estimate: Self.estimate(offset: 500, bound: 1_000))
+        mesh.updateLocal(peer: Self.c, estimate: Self.estimate(offset: 2_000, bound: 1_000))
+        _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: Self.c, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: Self.b, estimate: Self.report(offset: 0, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.b, .init(vetted: true, host: "10.0.0.2"), target: d, estimate: Self.report(offset: 300, bound: 1_000, at: 0), receivedAt: t)
+        _ = mesh.updateReport(from: Self.c, .init(vetted: true, host: "10.0.0.3"), target: d, estimate: Self.report(offset: -1_200, bound: 1_000, at: 0), receivedAt: t)
+        #expect(mesh.asymmetryScaleNs(at: t) != nil, "the closures widen: the two differ in their bounds")
+        let later = t + .milliseconds(40)
+        for peer in [Self.b, Self.c, d] {
+            let resolved = mesh.resolved(peer: peer, at: later)!.estimate
+            let checked = mesh.checked(peer: peer, at: later)!.estimate
+            #expect(checked.offsetNs == resolved.offsetNs && checked.skewPPM == resolved.skewPPM)
+            let instant = resolved.peerTime(at: later + .seconds(3))
+            #expect(checked.localTime(at: instant) == resolved.localTime(at: instant))
+            #expect(checked.errorBoundNs < resolved.errorBoundNs)
+        }
+        #expect(mesh.checked(peer: d, at: later)!.source == mesh.resolved(peer: d, at: later)!.source)
+    }
+
     @Test("the asymmetry scale, read once per instant, follows every change at that instant, and a changed copy never shows the original its own")
     func asymmetryScaleFollowsChangesAndCopies() {
         let t = LocalTime(ns: 0)

@@ -14,6 +14,8 @@ struct GroupSimulationTests {
     func trueAnchor(_ sim: GroupSimulation, _ i: Int, _ item: ItemID = film) -> Int64? {
         let node = sim.hosts[i].node
         guard let r = node.group.state.items[item], let a = node.timelines.anchor(of: r, now: sim.local(i)) else { return nil }
+        // What the coordinator reads: the same instant, converted without the bound's widening.
+        #expect(node.timelines.anchorTime(of: r, now: sim.local(i)) == a.time)
         return sim.trueTime(i, local: a.time)
     }
 
@@ -61,6 +63,34 @@ struct GroupSimulationTests {
         sim.run(for: 90 * s)
         let idle = try #require(sim.hosts[2].node.groupClockFedAt)
         #expect(sim.local(2) - idle > .seconds(25), "no refresh while no operation arrives")
+    }
+
+    @Test("the wake-up the shells' timers use is never later than the node's deadline, and its clocks' part is that deadline's, through formation, commands, loss and a partition")
+    func wakeupNeverAfterDeadline() {
+        var sim = GroupSimulation(hosts: 12, seed: 7, network: .init(loss: 0.05, duplicate: 0.02))
+        var checked = 0
+        func check(_ sim: GroupSimulation) {
+            for i in sim.hosts.indices {
+                var node = sim.hosts[i].node
+                let now = sim.local(i)
+                #expect(node.nextWakeup(now: now) <= node.nextDeadline(now: now), "host \(i)")
+                // The clocks' part, read in place, is the deadline itself.
+                let reachable = node.membership.reachableSet
+                var clocks = node.clocks
+                #expect(clocks.nextWakeup(now: now, isReachable: reachable.contains) == node.clocks.nextDeadline(now: now, isReachable: reachable.contains), "host \(i)")
+                checked += 1
+            }
+        }
+        for step in 0..<400 {
+            sim.run(for: 25 * ms)
+            if step == 40 { sim.issue(0, .load(Self.film, .init(title: "Night"))) }
+            if step == 80 { sim.issue(3, .play(rate: nil)) }
+            if step == 120 { sim.network.cut = [[0, 5], [1, 5], [2, 5]] }
+            if step == 200 { sim.network.cut = [] }
+            if step == 240 { sim.issue(5, .seek(position: MediaPosition(clamping: 60 * s))) }
+            check(sim)
+        }
+        #expect(checked == 400 * 12)
     }
 
     @Test("a seek issued on one peer is applied on every peer at the same host instant, within the clock estimates' error")
