@@ -130,10 +130,7 @@ public struct Membership: Sendable {
     public let configuration: Configuration
     public let me: PeerID
     public private(set) var peers: [PeerID: Peer] = [:] {
-        didSet {
-            if reachabilityTouched { refreshReachable() }
-            if !onlyLaterDeadlines { deadlineMemo = nil }
-        }
+        didSet { if reachabilityTouched { refreshReachable() } }
     }
     /// The reachable peers, by id, and the same as a set; kept as peers change state, not
     /// worked out when asked: the node reads them at every event, and at 64 peers filtering,
@@ -147,27 +144,17 @@ public struct Membership: Sendable {
     /// A peer became or stopped being reachable, or was removed, since ``reachable`` was
     /// last worked out: done again when the peer is stored.
     private var reachabilityTouched = false
-    /// ``nextDeadline(now:)`` as ``nextWakeup(now:)`` last worked it out, and when; dropped by
-    /// any change that could bring a deadline forward.
-    private var deadlineMemo: (at: LocalTime, value: LocalTime)?
-    /// Set around a change that can only move deadlines later (a peer heard again as before):
-    /// the memo stays a lower bound.
-    private var onlyLaterDeadlines = false
     /// Peers met for the first time or restarted that have not yet been told where this node
     /// reaches its other peers (`peer_addresses`): ``Node`` tells each once its address is
     /// validated (a large message to an address that has not answered a challenge would be held
     /// back by the shell's anti-amplification budget, and lost).
     public private(set) var addressesOwed: Set<PeerID> = []
     /// Static endpoints whose peer is not known yet, and when each was last probed.
-    public private(set) var unidentified: [Endpoint: LocalTime?] = [:] {
-        didSet { if !onlyLaterDeadlines { deadlineMemo = nil } }
-    }
+    public private(set) var unidentified: [Endpoint: LocalTime?] = [:]
     private var staticEndpoints: Set<Endpoint> = []
     /// Peers this node does not exchange with regularly (a large group's clock mesh reaches them
     /// in two hops): heard from seldom, kept alive by others' reports.
-    public private(set) var indirect: Set<PeerID> = [] {
-        didSet { deadlineMemo = nil }
-    }
+    public private(set) var indirect: Set<PeerID> = []
     /// What DNS-SD showed of strangers that gave way to newcomers, oldest first (see
     /// ``StrangerBudget``): given back to the peer when it reappears.
     private var evicted: [EvictedSightings] = []
@@ -269,7 +256,6 @@ public struct Membership: Sendable {
     public mutating func onHeard(_ peer: PeerID, incarnation: UInt64, proven: Bool = false, from endpoint: Endpoint, now: LocalTime) -> [Event] {
         guard peer != me else { return [] }
         var events: [Event] = []
-        let before = peers[peer]
         guard var p = existingOrNew(peer, authenticated: true, now: now, events: &events) else { return events }
         // A higher incarnation is a restart; so is a lower one once the higher one went silent
         // (the peer lost its incarnation file, or the higher one was never the peer's own), or
@@ -288,12 +274,7 @@ public struct Membership: Sendable {
         }
         if p.incarnation == nil { p.incarnation = incarnation }
         if proven { p.provenIncarnation = max(p.provenIncarnation ?? 0, incarnation) }
-        if unidentified[endpoint] != nil {
-            // One endpoint less to probe: nothing comes sooner.
-            onlyLaterDeadlines = true
-            unidentified[endpoint] = nil
-            onlyLaterDeadlines = false
-        }
+        unidentified[endpoint] = nil
         let source: PathSource = staticEndpoints.contains(endpoint) ? .static : .learned
         Self.addPath(endpoint, source: source, to: &p, limit: configuration.maxPathsPerPeer)
         if let i = p.paths.firstIndex(where: { $0.endpoint == endpoint }) { p.paths[i].lastHeard = now }
@@ -307,15 +288,7 @@ public struct Membership: Sendable {
             p.helloDue = now
             p.hellosAsked = 0
         }
-        // Heard again as before (no restart, the same paths probed as they were, the same
-        // preferred one, the same state): only its silence and its paths' quiet move later. The
-        // case of nearly every datagram, after which the node asks for its next deadline.
-        if let before, events.isEmpty, before.state == p.state, before.preferred == p.preferred,
-           before.paths.elementsEqual(p.paths, by: { $0.endpoint == $1.endpoint && $0.lastProbed == $1.lastProbed }) {
-            onlyLaterDeadlines = true
-        }
         peers[peer] = p
-        onlyLaterDeadlines = false
         return events
     }
 
@@ -349,10 +322,7 @@ public struct Membership: Sendable {
     public mutating func onVouched(_ peer: PeerID, incarnation: UInt64, now: LocalTime) {
         guard var p = peers[peer], p.state == .reachable, p.incarnation == incarnation else { return }
         p.lastVouched = max(p.lastVouched ?? now, now)
-        // Its silence moves later, nothing else.
-        onlyLaterDeadlines = true
         peers[peer] = p
-        onlyLaterDeadlines = false
     }
 
     /// When a reachable `p` is lost unless heard (or vouched for) again.
@@ -531,20 +501,6 @@ public struct Membership: Sendable {
         }
         for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeInterval) }
         return max(next, now)
-    }
-
-    /// ``nextDeadline(now:)`` or earlier, without working it out again while nothing could have
-    /// brought a deadline forward since it last was (a peer heard again as before moves only its
-    /// own later). The node asks after every event; at 64 peers working it out each time was 11 %
-    /// of the core's CPU in `scale-sim` (docs/scale.md, twenty-sixth step). Never later than
-    /// ``nextDeadline(now:)``: each of its terms either stands or comes later as time passes, so
-    /// an earlier reading bounds it from below; a wake-up at that bound finds nothing due, and
-    /// the tick's changes let the next one be worked out anew.
-    public mutating func nextWakeup(now: LocalTime) -> LocalTime {
-        if let memo = deadlineMemo, now >= memo.at { return max(memo.value, now) }
-        let value = nextDeadline(now: now)
-        deadlineMemo = (now, value)
-        return value
     }
 
     /// Every reachable peer's route, for ``PeerClocks``.

@@ -248,13 +248,12 @@ public struct Node: Sendable {
         )
     }
 
-    /// When to call ``onTick(now:)`` next: ``nextDeadline(now:)`` or a little earlier (a tick
-    /// then finds nothing due), with membership's part not worked out again after a change that
-    /// cannot bring it forward (``Membership/nextWakeup(now:)``). What the shell's timer uses.
+    /// ``nextDeadline(now:)``, with the clocks' part read in place
+    /// (``PeerClocks/nextWakeup(now:isReachable:)``): what the shell's timer asks after every event.
     public mutating func nextWakeup(now: LocalTime) -> LocalTime {
-        // Both worked out before the call: as its arguments they would mutate the node the call
-        // reads, and the node was copied whole for it.
-        let membershipNext = membership.nextWakeup(now: now)
+        // Worked out before the call: as its argument the clocks' part would mutate the node
+        // the call reads, and the node was copied whole for it.
+        let membershipNext = membership.nextDeadline(now: now)
         let reachable = membership.reachableSet
         let clocksNext = clocks.nextWakeup(now: now, isReachable: { reachable.contains($0) })
         return deadline(now: now, membership: membershipNext, clocks: clocksNext)

@@ -59,40 +59,6 @@ struct MembershipTests {
         #expect(m.peers.isEmpty && m.reachabilityVersion == v2, "forgetting lost peers changes nothing reachable")
     }
 
-    @Test("the next wake-up stays where it was while peers are heard again as before, never later than the deadline; a new peer, a new path or a change of state works it out anew")
-    func wakeupKeptWhileHeardAsBefore() {
-        var m = make()
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
-        _ = m.onHello(alice, name: "alice")
-        _ = m.dueHellos(now: at(0))
-        let first = m.nextWakeup(now: at(10 * ms))
-        #expect(first == m.nextDeadline(now: at(10 * ms)))
-        #expect(first == at(3 * s), "alice's silence")
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(1 * s))
-        #expect(m.nextDeadline(now: at(1 * s)) == at(4 * s), "heard: silent later")
-        #expect(m.nextWakeup(now: at(1 * s)) == first, "the earlier reading stands: a lower bound")
-        // Bob appears: his probes come before alice's silence.
-        _ = m.onSighting(bob, name: "Bob", sighting: .init(instance: "bob", interfaceIndex: 2), endpoints: [Endpoint(host: "10.0.0.3", port: 4000)!], now: at(1_100 * ms))
-        #expect(m.nextWakeup(now: at(1_100 * ms)) == m.nextDeadline(now: at(1_100 * ms)))
-        #expect(m.nextWakeup(now: at(1_100 * ms)) < first)
-        _ = m.dueProbes(now: at(1_100 * ms))
-        // A second path for alice: probed as an alternate, worked out anew.
-        _ = m.onHeard(alice, incarnation: 1, from: v6ll, now: at(1_200 * ms))
-        #expect(m.nextWakeup(now: at(1_200 * ms)) == m.nextDeadline(now: at(1_200 * ms)))
-        // Past a reading, the wake-up is now: the tick then finds what is due, or nothing.
-        let reading = m.nextWakeup(now: at(1_300 * ms))
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(1_300 * ms))
-        #expect(m.nextWakeup(now: reading + .milliseconds(1)) == reading + .milliseconds(1))
-        #expect(m.nextWakeup(now: reading + .milliseconds(1)) <= m.nextDeadline(now: reading + .milliseconds(1)))
-        // Alice goes silent and is lost; heard again, she is reachable and her hello is due now.
-        #expect(m.onTick(now: at(5 * s)).contains(.stateChanged(alice, from: .reachable, to: .lost)))
-        _ = m.dueProbes(now: at(5 * s))
-        let lost = m.nextWakeup(now: at(5 * s))
-        #expect(lost > at(5_100 * ms))
-        #expect(m.onHeard(alice, incarnation: 1, from: v4, now: at(5_100 * ms)) == [.stateChanged(alice, from: .lost, to: .reachable)])
-        #expect(m.nextWakeup(now: at(5_100 * ms)) == at(5_100 * ms), "her hello is due: worked out anew")
-    }
-
     @Test("the peer timeout is configurable")
     func timeout() {
         var m = make { $0.lostAfter = .milliseconds(500) }
