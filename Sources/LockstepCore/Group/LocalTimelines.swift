@@ -17,20 +17,11 @@ public struct LocalTimelines: Sendable {
     /// estimate of its clock (or of its alternate's) exists. Until then the record cannot be
     /// followed: players wait.
     public func anchor(of record: ItemRecord, now: LocalTime) -> (time: LocalTime, bound: TimeSpan)? {
-        if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), .zero) }
-        // The bound is the estimate's at the converted instant: it grows away from the samples.
-        if let r = clocks.resolved(record.clock, at: now) {
-            let t = r.estimate.localTime(at: record.timeline.anchorTime)
-            return (t, r.estimate.errorBoundSpan(at: t))
-        }
-        if let alt = record.alternate {
-            if alt.via == me { return (LocalTime(ours: alt.anchorTime), .zero) }
-            if let r = clocks.resolved(alt.via, at: now) {
-                let t = r.estimate.localTime(at: alt.anchorTime)
-                return (t, r.estimate.errorBoundSpan(at: t) + alt.bound)
-            }
-        }
-        return nil
+        guard let a = converted(record, now: now, through: { clocks.resolved($0, at: now)?.estimate }) else { return nil }
+        guard let e = a.estimate else { return (a.time, .zero) }
+        // The bound is the estimate's at the converted instant (it grows away from the samples),
+        // and through the alternate, that anchor's own besides.
+        return (a.time, e.errorBoundSpan(at: a.time) + (a.direct ? .zero : record.alternate?.bound ?? .zero))
     }
 
     /// ``anchor(of:now:)``'s time alone, converted as it is (``PeerClocks/conversion(of:at:)``).
@@ -38,16 +29,22 @@ public struct LocalTimelines: Sendable {
         converted(record, now: now)?.time
     }
 
-    /// The anchor on the local clock, with the estimate it went through (nil on the local clock)
-    /// and whether that was the record's own clock's: one resolution for both.
+    /// ``converted(_:now:through:)`` through the estimates for converting (their bound unread).
     private func converted(_ record: ItemRecord, now: LocalTime) -> (time: LocalTime, estimate: ClockEstimate?, direct: Bool)? {
+        converted(record, now: now, through: { clocks.conversion(of: $0, at: now) })
+    }
+
+    /// The anchor on the local clock, with the estimate it went through (nil on the local clock)
+    /// and whether that was the record's own clock's: one resolution for both. `estimate` gives a
+    /// peer's clock.
+    private func converted(
+        _ record: ItemRecord, now: LocalTime, through estimate: (PeerID) -> ClockEstimate?
+    ) -> (time: LocalTime, estimate: ClockEstimate?, direct: Bool)? {
         if record.clock == me { return (LocalTime(ours: record.timeline.anchorTime), nil, true) }
-        if let e = clocks.conversion(of: record.clock, at: now) {
-            return (e.localTime(at: record.timeline.anchorTime), e, true)
-        }
+        if let e = estimate(record.clock) { return (e.localTime(at: record.timeline.anchorTime), e, true) }
         if let alt = record.alternate {
             if alt.via == me { return (LocalTime(ours: alt.anchorTime), nil, false) }
-            if let e = clocks.conversion(of: alt.via, at: now) { return (e.localTime(at: alt.anchorTime), e, false) }
+            if let e = estimate(alt.via) { return (e.localTime(at: alt.anchorTime), e, false) }
         }
         return nil
     }

@@ -461,7 +461,6 @@ public struct Node: Sendable {
         group.onMembers(Set(membership.peers.values.compactMap { p in p.incarnation.map { ReplicaID(peer: p.id, incarnation: $0) } }))
     }
 
-    /// The group clock reads the latest estimate of every known peer's clock.
     /// ``feedGroupClock(now:)`` unless the group clock got its estimates less than `age` ago;
     /// whether it did.
     @discardableResult
@@ -471,6 +470,7 @@ public struct Node: Sendable {
         return true
     }
 
+    /// The group clock reads the latest estimate of every known peer's clock.
     private mutating func feedGroupClock(now: LocalTime) {
         groupClockFedAt = now
         group.onClockEstimates(membership.peers.keys.sorted().compactMap { peer in clocks.resolved(peer, at: now).map { (peer, $0.estimate) } })
