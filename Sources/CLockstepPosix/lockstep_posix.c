@@ -3,6 +3,7 @@
 #include "lockstep_posix.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
@@ -194,6 +195,65 @@ int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns) {
     return -1;
 }
 #endif
+
+unsigned int lockstep_send_many(int fd, const uint8_t *bytes, const size_t *lengths,
+                                const struct sockaddr_storage *addresses, const socklen_t *address_lengths,
+                                unsigned int count, uint8_t *failed) {
+    unsigned int sent = 0;
+    size_t offset = 0;
+#if defined(__linux__)
+    enum { chunk = 64 };
+    struct mmsghdr headers[chunk];
+    struct iovec iov[chunk];
+    unsigned int next = 0;
+    while (next < count) {
+        unsigned int n = count - next < chunk ? count - next : chunk;
+        size_t at = offset;
+        for (unsigned int i = 0; i < n; i++) {
+            iov[i].iov_base = (void *)(bytes + at);
+            iov[i].iov_len = lengths[next + i];
+            at += lengths[next + i];
+            memset(&headers[i], 0, sizeof(headers[i]));
+            headers[i].msg_hdr.msg_name = (void *)&addresses[next + i];
+            headers[i].msg_hdr.msg_namelen = address_lengths[next + i];
+            headers[i].msg_hdr.msg_iov = &iov[i];
+            headers[i].msg_hdr.msg_iovlen = 1;
+        }
+        int done = sendmmsg(fd, headers, n, MSG_DONTWAIT);
+        if (done < 0) done = 0;
+        for (int i = 0; i < done; i++) {
+            failed[next + i] = 0;
+            offset += lengths[next + i];
+        }
+        sent += (unsigned int)done;
+        next += (unsigned int)done;
+        if ((unsigned int)done < n) {
+            // The kernel refused this one (sendmmsg stops at the first error): skip it.
+            failed[next] = 1;
+            offset += lengths[next];
+            next += 1;
+        }
+    }
+#else
+    for (unsigned int i = 0; i < count; i++) {
+        ssize_t r = sendto(fd, bytes + offset, lengths[i], 0, (const struct sockaddr *)&addresses[i], address_lengths[i]);
+        failed[i] = r < 0 ? 1 : 0;
+        if (r >= 0) sent += 1;
+        offset += lengths[i];
+    }
+#endif
+    return sent;
+}
+
+int lockstep_accept_cloexec(int fd) {
+#if defined(__linux__)
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+#else
+    int client = accept(fd, NULL, NULL);
+    if (client >= 0) fcntl(client, F_SETFD, FD_CLOEXEC);
+    return client;
+#endif
+}
 
 int lockstep_poll_ns(struct pollfd *fds, unsigned int count, int64_t timeout_ns) {
 #if defined(__linux__)

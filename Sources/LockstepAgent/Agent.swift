@@ -340,11 +340,24 @@ public actor Agent: ClientHandler {
     }
 
     /// Carries out the node's directives. A `reply` goes to `reply` (the request being handled).
+    ///
+    /// Consecutive sends leave together (``PeerTransport/send(_:)``), before the next
+    /// directive of another kind: a command to the whole group is one system call, not one a peer.
     func execute(_ directives: [NodeDirective], now: LocalTime, reply: ((RequestOutcome) -> Void)? = nil) {
+        var sends: [(message: PeerMessage, to: Endpoint)] = []
+        defer { if !sends.isEmpty { transport?.send(sends) } }
         for directive in directives {
+            if case .send(let message, let endpoint) = directive {
+                if mayTransmit(message, to: endpoint, now: now) { sends.append((message, endpoint)) }
+                continue
+            }
+            if !sends.isEmpty {
+                transport?.send(sends)
+                sends.removeAll(keepingCapacity: true)
+            }
             switch directive {
-            case .send(let message, let endpoint):
-                if mayTransmit(message, to: endpoint, now: now) { transport?.send(message, to: endpoint) }
+            case .send:
+                break
             case .sendClockRequest(let exchange, let endpoint):
                 guard mayTransmit(.clockRequest(exchange: exchange, t1: PeerTime(ns: 0)), to: endpoint, now: now) else { continue }
                 // Probes too: the echoed t1 of the reply validates the address.

@@ -36,6 +36,15 @@ int lockstep_enable_tx_timestamps(int fd);
 ssize_t lockstep_send_timestamped(int fd, const void *buffer, size_t length,
                                   const struct sockaddr *to, socklen_t to_len, uint32_t key);
 
+/// Sends `count` datagrams without blocking, in as few system calls as the kernel allows
+/// (sendmmsg on Linux, one sendto each elsewhere): datagram i is `lengths[i]` bytes of `bytes`
+/// after the previous ones, to `addresses[i]` (`address_lengths[i]` bytes). Sets `failed[i]` to
+/// 1 for each datagram the kernel refused (it is skipped, the rest still go), else 0. Returns how
+/// many were sent.
+unsigned int lockstep_send_many(int fd, const uint8_t *bytes, const size_t *lengths,
+                                const struct sockaddr_storage *addresses, const socklen_t *address_lengths,
+                                unsigned int count, uint8_t *failed);
+
 /// Reads one message from `fd`'s error queue without blocking. Returns 1 with `*key` and
 /// `*tx_realtime_ns` (CLOCK_REALTIME) for a transmit timestamp, 0 for any other message (consumed),
 /// or -1 with errno set (EAGAIN when the queue is empty).
@@ -50,6 +59,10 @@ int lockstep_recv_tx_timestamp(int fd, uint32_t *key, int64_t *tx_realtime_ns);
 /// saw a restart call a callback of 0xff…ff (a freed block's fill). Call before any DNS-SD call.
 /// Returns 1 if set, 0 where avahi's headers are not available (Apple's systems).
 int lockstep_zero_avahi_allocations(void);
+
+/// accept(2) with the new descriptor close-on-exec from the start (accept4 on Linux; set just
+/// after elsewhere). Returns it, or -1 with errno set.
+int lockstep_accept_cloexec(int fd);
 
 /// poll(2) with a timeout in nanoseconds (ppoll on Linux; rounded up to milliseconds elsewhere);
 /// a negative timeout waits for ever.

@@ -11,10 +11,11 @@ import Synchronization
 /// One client of the player socket, as the agent sees it: an id, who it is, and a bounded,
 /// ordered queue of lines to send to it.
 ///
-/// A line goes from the thread that sends it (the agent's) straight to the channel, which its
-/// event loop writes: one thread woken between the agent and the socket. Lines used to pass
-/// through a stream drained by a task of the concurrency pool first, a second wake-up for every
-/// reply and event (docs/scale.md, twenty-fourth step).
+/// A line goes from the thread that sends it (the agent's) straight into the socket
+/// (``DirectLineWriter``), and through the channel only when the socket does not take it at
+/// once: no thread woken between the agent and the player. Lines used to pass through a stream
+/// drained by a task of the concurrency pool and then the channel's event loop, two wake-ups for
+/// every reply and event (docs/scale.md, twenty-fourth and twenty-seventh steps).
 public final class ClientConnection: Sendable, Hashable {
     public struct Credentials: Sendable, Equatable {
         public var pid: Int32
@@ -35,6 +36,8 @@ public final class ClientConnection: Sendable, Hashable {
     public let logger: Logger
     private let output: Output
     private let channel: any Channel
+    /// Writes into the socket directly (nil: the channel writes everything).
+    private let writer: DirectLineWriter?
     private let closed = Atomic<Bool>(false)
     private let badInput = Atomic<Int>(0)
     private let spoken = Atomic<Bool>(false)
@@ -44,22 +47,26 @@ public final class ClientConnection: Sendable, Hashable {
     private let maxQueuedLines: Int
     private let maxQueuedBytes: Int
 
-    /// A client whose lines `channel` writes.
-    convenience init(id: UInt64, credentials: Credentials?, channel: any Channel, logger: Logger, maxQueuedLines: Int = 1024, maxQueuedBytes: Int = 4 << 20) {
-        self.init(id: id, credentials: credentials, output: .socket, channel: channel, logger: logger, maxQueuedLines: maxQueuedLines, maxQueuedBytes: maxQueuedBytes)
+    /// A client whose lines go to its socket: through `writer` where it has one, else `channel`.
+    convenience init(
+        id: UInt64, credentials: Credentials?, channel: any Channel, writer: DirectLineWriter? = nil, logger: Logger, maxQueuedLines: Int = 1024,
+        maxQueuedBytes: Int = 4 << 20
+    ) {
+        self.init(id: id, credentials: credentials, output: .socket, channel: channel, writer: writer, logger: logger, maxQueuedLines: maxQueuedLines, maxQueuedBytes: maxQueuedBytes)
     }
 
     /// A client whose lines go to `queue` (tests read them there; the stream's own buffering
     /// bounds the lines, `maxQueuedBytes` all bytes ever sent).
     convenience init(id: UInt64, credentials: Credentials?, queue: AsyncStream<ByteBuffer>.Continuation, channel: any Channel, logger: Logger, maxQueuedBytes: Int = 4 << 20) {
-        self.init(id: id, credentials: credentials, output: .stream(queue), channel: channel, logger: logger, maxQueuedLines: .max, maxQueuedBytes: maxQueuedBytes)
+        self.init(id: id, credentials: credentials, output: .stream(queue), channel: channel, writer: nil, logger: logger, maxQueuedLines: .max, maxQueuedBytes: maxQueuedBytes)
     }
 
-    private init(id: UInt64, credentials: Credentials?, output: Output, channel: any Channel, logger: Logger, maxQueuedLines: Int, maxQueuedBytes: Int) {
+    private init(id: UInt64, credentials: Credentials?, output: Output, channel: any Channel, writer: DirectLineWriter?, logger: Logger, maxQueuedLines: Int, maxQueuedBytes: Int) {
         self.id = id
         self.credentials = credentials
         self.output = output
         self.channel = channel
+        self.writer = writer
         self.logger = logger
         self.maxQueuedLines = maxQueuedLines
         self.maxQueuedBytes = maxQueuedBytes
@@ -97,12 +104,17 @@ public final class ClientConnection: Sendable, Hashable {
         switch output {
         case .socket:
             // Written or failed (the channel closed): either way no longer held for the client.
-            let written = channel.eventLoop.makePromise(of: Void.self)
-            written.futureResult.whenComplete { _ in
+            let released: @Sendable () -> Void = {
                 self.queuedBytes.wrappingSubtract(bytes, ordering: .relaxed)
                 self.queuedLines.wrappingSubtract(1, ordering: .relaxed)
             }
-            channel.writeAndFlush(buffer, promise: written)
+            if let writer {
+                writer.write(buffer, channel: channel, done: released)
+            } else {
+                let written = channel.eventLoop.makePromise(of: Void.self)
+                written.futureResult.whenComplete { _ in released() }
+                channel.writeAndFlush(buffer, promise: written)
+            }
         case .stream(let queue):
             if case .dropped = queue.yield(buffer) {
                 logger.warning("client is not reading its replies and events; disconnecting it")
@@ -135,6 +147,7 @@ public final class ClientConnection: Sendable, Hashable {
     public func close() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         if case .stream(let queue) = output { queue.finish() }
+        writer?.close()
         channel.close(promise: nil)
     }
 

@@ -9,8 +9,9 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// The Unix socket players and the CLI talk to: accepts connections, frames lines, hands each
-/// line to a ``ClientHandler`` and writes what it answers, in order.
+/// The Unix socket players and the CLI talk to: accepts connections (``UnixListener``), frames
+/// lines, hands each line to a ``ClientHandler`` and writes what it answers, in order (straight
+/// into the socket from the answering thread while it takes them: ``DirectLineWriter``).
 ///
 /// Bounded everywhere: at most `maxClients` connections (`maxClientsPerOtherUser` for each user
 /// other than the agent's), lines of at most ``PlayerProtocol/maxLineBytes``, at most
@@ -61,11 +62,6 @@ public final class PlayerServer: Sendable {
     private let clients = Atomic<Int>(0)
     /// Connections per user other than the agent's.
     private let perUser = Mutex<[UInt32: Int]>([:])
-    /// Connections accepted but not yet taken by the serving loop. NIO traps when one is dropped
-    /// without being closed (apple/swift-nio#2637: a client connecting while the agent stops),
-    /// so they are held here until served, and closed when the loop ends; once it has ended, a
-    /// connection still being set up is refused before it becomes one.
-    private let unserved = Mutex<(stopped: Bool, pending: [ObjectIdentifier: NIOAsyncChannel<LineFrame, ByteBuffer>])>((false, [:]))
 
     public init(configuration: Configuration, handler: any ClientHandler, group: any EventLoopGroup, logger: Logger) {
         self.configuration = configuration
@@ -76,77 +72,72 @@ public final class PlayerServer: Sendable {
 
     /// Binds the socket (the caller holds its ``SocketLock``) and serves until cancelled.
     public func run(onListening: @Sendable () -> Void = {}) async throws {
-        let maxLine = PlayerProtocol.maxLineBytes
         // The socket is created private (umask), and only then given its mode: no one can
         // connect in between.
         PrivateUmask.acquire()
-        defer { PrivateUmask.release() }
-        let server = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 64)
-            // One read (at most 64 KiB) per readable event: ``ClientLines`` holds reads while too
-            // many lines wait, and NIO's default of four reads an event let up to 256 KiB past it.
-            .childChannelOption(.maxMessagesPerRead, value: 1)
-            .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: maxLine)))
-                    try channel.pipeline.syncOperations.addHandler(ClientLines(handler: self.handler))
-                    return try self.unserved.withLock { state in
-                        guard !state.stopped else {
-                            channel.close(promise: nil)
-                            throw ChannelError.ioOnClosedChannel
-                        }
-                        let connection = try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
-                        state.pending[ObjectIdentifier(channel)] = connection
-                        return connection
-                    }
-                }
-            }
+        let made = Result { try UnixListener(path: configuration.socketPath, backlog: 64, logger: logger) }
+        PrivateUmask.release()
+        let listener = try made.get()
+        defer { listener.stop() }
         if chmod(configuration.socketPath, configuration.socketMode) != 0 {
             logger.warning("cannot set the socket's mode", metadata: ["socket.path": "\(configuration.socketPath)", "error": "\(String(cString: strerror(errno)))"])
         }
         if let gid = configuration.socketGroup, chown(configuration.socketPath, getuid(), gid) != 0 {
             logger.warning("cannot give the socket to its group", metadata: ["socket.path": "\(configuration.socketPath)", "error": "\(String(cString: strerror(errno)))"])
         }
+        try listener.start()
         logger.info("listening for players", metadata: ["socket.path": "\(configuration.socketPath)"])
         onListening()
-
-        do {
-            try await serve(server)
-        } catch {
-            await closeUnserved()
-            throw error
-        }
-        await closeUnserved()
+        try await serve(listener)
     }
 
-    private func serve(_ server: NIOAsyncChannel<NIOAsyncChannel<LineFrame, ByteBuffer>, Never>) async throws {
+    private func serve(_ listener: UnixListener) async throws {
         try await withThrowingDiscardingTaskGroup { tasks in
-            try await server.executeThenClose { inbound in
-                for try await connection in inbound {
-                    unserved.withLock { $0.pending[ObjectIdentifier(connection.channel)] = nil }
+            // Cancelling the server ends the wait for the next connection; the connections'
+            // tasks end with it (the group cancels them).
+            await withTaskCancellationHandler {
+                while let fd = await listener.next() {
+                    guard let connection = await open(fd) else { continue }
                     // Counted here, in accept order, so the connection refused is the newest one.
                     let id = nextID.wrappingAdd(1, ordering: .relaxed).newValue
                     let count = clients.wrappingAdd(1, ordering: .relaxed).newValue
                     tasks.addTask {
                         defer { self.clients.wrappingSubtract(1, ordering: .relaxed) }
-                        await self.serve(connection, id: id, count: count)
+                        await self.serve(connection.channel, writer: connection.writer, id: id, count: count)
                     }
                 }
+            } onCancel: {
+                listener.stop()
             }
         }
     }
 
-    /// Closes the connections accepted after the serving loop stopped taking them, and refuses
-    /// any still being set up.
-    private func closeUnserved() async {
-        let left = unserved.withLock { state in
-            defer { state = (true, [:]) }
-            return Array(state.pending.values)
+    /// The accepted connection `fd` as a channel (which owns `fd` from here on) and a writer on
+    /// a duplicate of it; nil if NIO does not take it (it closes `fd` then).
+    private func open(_ fd: Int32) async -> (channel: NIOAsyncChannel<LineFrame, ByteBuffer>, writer: DirectLineWriter?)? {
+        let writer = DirectLineWriter(duplicating: fd)
+        let maxLine = PlayerProtocol.maxLineBytes
+        do {
+            let channel = try await ClientBootstrap(group: group)
+                // One read (at most 64 KiB) per readable event: ``ClientLines`` holds reads while too
+                // many lines wait, and NIO's default of four reads an event let up to 256 KiB past it.
+                .channelOption(.maxMessagesPerRead, value: 1)
+                .withConnectedSocket(fd) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLineBytes: maxLine)))
+                        try channel.pipeline.syncOperations.addHandler(ClientLines(handler: self.handler))
+                        return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            return (channel, writer)
+        } catch {
+            writer?.close()
+            logger.warning("cannot serve a player connection", metadata: ["error": "\(error)"])
+            return nil
         }
-        for connection in left { try? await connection.executeThenClose { _, _ in } }
     }
 
-    private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>, id: UInt64, count: Int) async {
+    private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>, writer: DirectLineWriter?, id: UInt64, count: Int) async {
         let credentials = await Self.credentials(of: channel.channel)
         var log = logger
         log[metadataKey: "client.id"] = "\(id)"
@@ -156,7 +147,7 @@ public final class PlayerServer: Sendable {
         }
 
         let client = ClientConnection(
-            id: id, credentials: credentials, channel: channel.channel, logger: log,
+            id: id, credentials: credentials, channel: channel.channel, writer: writer, logger: log,
             maxQueuedLines: configuration.maxQueuedLines, maxQueuedBytes: configuration.maxQueuedBytes)
         let otherUser = credentials.map { $0.uid != getuid() } ?? false ? credentials?.uid : nil
         let fromThatUser = otherUser.map { uid in perUser.withLock { $0[uid, default: 0] += 1; return $0[uid]! } } ?? 0
@@ -198,6 +189,8 @@ public final class PlayerServer: Sendable {
             log.debug("client connection ended with an error", metadata: ["error": "\(error)"])
         }
         await handler.disconnected(client)
+        // The writer's duplicate too: the socket is closed only once both are.
+        client.close()
         log.debug("client disconnected")
     }
 

@@ -113,6 +113,39 @@ public final class PeerSocket: Sendable {
         }
     }
 
+    /// Sends every datagram of `batch`, in order, in one system call where the kernel allows
+    /// (`sendmmsg(2)`): an agent telling the whole group returns to its loop once, not once a peer,
+    /// and is not preempted between peers by each one it wakes. Returns, for each datagram, whether
+    /// the kernel took it (one it refused, or an address of no family this socket has, is skipped).
+    public func send(_ batch: [(bytes: [UInt8], to: Endpoint)]) -> [Bool] {
+        guard !batch.isEmpty else { return [] }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(batch.reduce(0) { $0 + $1.bytes.count })
+        var lengths: [Int] = []
+        var addresses: [sockaddr_storage] = []
+        var addressLengths: [socklen_t] = []
+        var sendable: [Int] = []
+        for (i, datagram) in batch.enumerated() {
+            guard let address = withSockaddr(datagram.to, { address, length -> (sockaddr_storage, socklen_t) in
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(length))) }
+                return (storage, length)
+            }) else { continue }
+            bytes.append(contentsOf: datagram.bytes)
+            lengths.append(datagram.bytes.count)
+            addresses.append(address.0)
+            addressLengths.append(address.1)
+            sendable.append(i)
+        }
+        var failed = [UInt8](repeating: 1, count: sendable.count)
+        if !sendable.isEmpty {
+            _ = lockstep_send_many(fd, bytes, lengths, addresses, addressLengths, UInt32(sendable.count), &failed)
+        }
+        var taken = [Bool](repeating: false, count: batch.count)
+        for (k, i) in sendable.enumerated() { taken[i] = failed[k] == 0 }
+        return taken
+    }
+
     /// Calls `body` with `endpoint` as a socket address of this socket's family; nil if it has none.
     private func withSockaddr<R>(_ endpoint: Endpoint, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R? {
         switch endpoint {

@@ -250,16 +250,7 @@ public final class PeerTransport: Sendable {
     /// delay line leaves late on purpose, its simulated flight time must count.
     @discardableResult
     private func send(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey? = nil, transmitTime wantsTransmitTime: Bool) -> Bool {
-        let plaintext = message.encoded()
-        guard plaintext.count <= Envelope.maxMessageBytes else {
-            count("too_large_to_send")
-            logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(MessageType(message))", "message.bytes": "\(plaintext.count)"])
-            return false
-        }
-        let session = key == nil ? sessionSeal.withLock { $0[endpoint] } : nil
-        let datagram = sealer.seal(plaintext, with: key ?? session)
-        count("sent")
-        if session != nil { count("sent_in_session") }
+        guard let datagram = sealed(message, to: endpoint, sealingWith: key) else { return false }
         let spec = impairments.spec(for: endpoint)
         let timestampKey = wantsTransmitTime && spec.delayNs == 0 && spec.jitterNs == 0 && socket.transmitTimestamps
             ? awaitTransmit(message, to: endpoint) : nil
@@ -272,6 +263,40 @@ public final class PeerTransport: Sendable {
         }
         impaired(datagram, to: endpoint, spec: spec, timestampKey: timestampKey, via: delayLine)
         return true
+    }
+
+    /// Sends each message to its endpoint, sealed under the sealer's current key (or the
+    /// endpoint's session), in one system call where the socket allows
+    /// (``PeerSocket/send(_:)``): what one event asks to send to many peers leaves together.
+    public func send(_ batch: [(message: PeerMessage, to: Endpoint)]) {
+        var datagrams: [(bytes: [UInt8], to: Endpoint)] = []
+        datagrams.reserveCapacity(batch.count)
+        for (message, endpoint) in batch {
+            guard let datagram = sealed(message, to: endpoint, sealingWith: nil) else { continue }
+            if let delayLine {
+                impaired(datagram, to: endpoint, spec: impairments.spec(for: endpoint), timestampKey: nil, via: delayLine)
+            } else {
+                datagrams.append((datagram, endpoint))
+            }
+        }
+        let refused = socket.send(datagrams).count { !$0 }
+        if refused > 0 { count("send_failed", UInt64(refused)) }
+    }
+
+    /// `message` encoded and sealed for `endpoint` (under `key`, else its session's or the current
+    /// key), counted as sent; nil (counted) if it does not fit one datagram.
+    private func sealed(_ message: PeerMessage, to endpoint: Endpoint, sealingWith key: GroupKey?) -> [UInt8]? {
+        let plaintext = message.encoded()
+        guard plaintext.count <= Envelope.maxMessageBytes else {
+            count("too_large_to_send")
+            logger.error("a message is too large for one datagram; not sent", metadata: ["message.type": "\(MessageType(message))", "message.bytes": "\(plaintext.count)"])
+            return nil
+        }
+        let session = key == nil ? sessionSeal.withLock { $0[endpoint] } : nil
+        let datagram = sealer.seal(plaintext, with: key ?? session)
+        count("sent")
+        if session != nil { count("sent_in_session") }
+        return datagram
     }
 
     /// Remembers a clock message until its transmit time comes; returns its timestamp key.
