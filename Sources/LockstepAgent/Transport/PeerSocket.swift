@@ -114,8 +114,8 @@ public final class PeerSocket: Sendable {
     }
 
     /// Sends every datagram of `batch`, in order, in one system call where the kernel allows
-    /// (`sendmmsg(2)`): an agent telling the whole group returns to its loop once, not once a peer,
-    /// and is not preempted between peers by each one it wakes. Returns, for each datagram, whether
+    /// (`sendmmsg(2)`): an agent telling the whole group enters the kernel once, not once a peer
+    /// (the kernel may still let a peer it woke run in between). Returns, for each datagram, whether
     /// the kernel took it (one it refused, or an address of no family this socket has, is skipped).
     public func send(_ batch: [(bytes: [UInt8], to: Endpoint)]) -> [Bool] {
         guard !batch.isEmpty else { return [] }
