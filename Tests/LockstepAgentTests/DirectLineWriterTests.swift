@@ -70,7 +70,7 @@ struct DirectLineWriterTests {
         }
         #expect(writer.linesThroughChannel > 0, "the full socket sent some through the channel")
         #expect(writer.linesThroughChannel < threads * perThread, "the socket took some directly")
-        #expect(await eventually { done.count.load(ordering: .relaxed) == threads * perThread })
+        #expect(await eventually(timeout: 5) { done.count.load(ordering: .relaxed) == threads * perThread })
     }
 
     @Test("once the writer is closed, lines go through the channel")
@@ -102,13 +102,4 @@ struct DirectLineWriterTests {
 /// A count shared with the writer's completions.
 private final class Tally: Sendable {
     let count = Atomic<Int>(0)
-}
-
-/// Whether `condition` holds within five seconds, looking every 10 ms.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<500 {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 10_000_000)
-    }
-    return condition()
 }

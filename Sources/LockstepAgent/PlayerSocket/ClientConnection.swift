@@ -25,8 +25,8 @@ public final class ClientConnection: Sendable, Hashable {
 
     /// Where the lines go.
     private enum Output: Sendable {
-        /// The channel's socket.
-        case socket
+        /// The channel's socket, written through `writer` (straight in while it takes the lines).
+        case socket(DirectLineWriter)
         /// A stream a test reads, instead of the socket.
         case stream(AsyncStream<ByteBuffer>.Continuation)
     }
@@ -36,8 +36,6 @@ public final class ClientConnection: Sendable, Hashable {
     public let logger: Logger
     private let output: Output
     private let channel: any Channel
-    /// Writes into the socket directly (nil: the channel writes everything).
-    private let writer: DirectLineWriter?
     private let closed = Atomic<Bool>(false)
     private let badInput = Atomic<Int>(0)
     private let spoken = Atomic<Bool>(false)
@@ -47,26 +45,25 @@ public final class ClientConnection: Sendable, Hashable {
     private let maxQueuedLines: Int
     private let maxQueuedBytes: Int
 
-    /// A client whose lines go to its socket: through `writer` where it has one, else `channel`.
+    /// A client whose lines go to its socket through `writer` (default: all through `channel`).
     convenience init(
-        id: UInt64, credentials: Credentials?, channel: any Channel, writer: DirectLineWriter? = nil, logger: Logger, maxQueuedLines: Int = 1024,
+        id: UInt64, credentials: Credentials?, channel: any Channel, writer: DirectLineWriter = DirectLineWriter(), logger: Logger, maxQueuedLines: Int = 1024,
         maxQueuedBytes: Int = 4 << 20
     ) {
-        self.init(id: id, credentials: credentials, output: .socket, channel: channel, writer: writer, logger: logger, maxQueuedLines: maxQueuedLines, maxQueuedBytes: maxQueuedBytes)
+        self.init(id: id, credentials: credentials, output: .socket(writer), channel: channel, logger: logger, maxQueuedLines: maxQueuedLines, maxQueuedBytes: maxQueuedBytes)
     }
 
     /// A client whose lines go to `queue` (tests read them there; the stream's own buffering
     /// bounds the lines, `maxQueuedBytes` all bytes ever sent).
     convenience init(id: UInt64, credentials: Credentials?, queue: AsyncStream<ByteBuffer>.Continuation, channel: any Channel, logger: Logger, maxQueuedBytes: Int = 4 << 20) {
-        self.init(id: id, credentials: credentials, output: .stream(queue), channel: channel, writer: nil, logger: logger, maxQueuedLines: .max, maxQueuedBytes: maxQueuedBytes)
+        self.init(id: id, credentials: credentials, output: .stream(queue), channel: channel, logger: logger, maxQueuedLines: .max, maxQueuedBytes: maxQueuedBytes)
     }
 
-    private init(id: UInt64, credentials: Credentials?, output: Output, channel: any Channel, writer: DirectLineWriter?, logger: Logger, maxQueuedLines: Int, maxQueuedBytes: Int) {
+    private init(id: UInt64, credentials: Credentials?, output: Output, channel: any Channel, logger: Logger, maxQueuedLines: Int, maxQueuedBytes: Int) {
         self.id = id
         self.credentials = credentials
         self.output = output
         self.channel = channel
-        self.writer = writer
         self.logger = logger
         self.maxQueuedLines = maxQueuedLines
         self.maxQueuedBytes = maxQueuedBytes
@@ -102,18 +99,11 @@ public final class ClientConnection: Sendable, Hashable {
             return
         }
         switch output {
-        case .socket:
+        case .socket(let writer):
             // Written or failed (the channel closed): either way no longer held for the client.
-            let released: @Sendable () -> Void = {
+            writer.write(buffer, channel: channel) {
                 self.queuedBytes.wrappingSubtract(bytes, ordering: .relaxed)
                 self.queuedLines.wrappingSubtract(1, ordering: .relaxed)
-            }
-            if let writer {
-                writer.write(buffer, channel: channel, done: released)
-            } else {
-                let written = channel.eventLoop.makePromise(of: Void.self)
-                written.futureResult.whenComplete { _ in released() }
-                channel.writeAndFlush(buffer, promise: written)
             }
         case .stream(let queue):
             if case .dropped = queue.yield(buffer) {
@@ -146,8 +136,10 @@ public final class ClientConnection: Sendable, Hashable {
     /// Closes the connection; lines sent before go out first if the socket takes them.
     public func close() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
-        if case .stream(let queue) = output { queue.finish() }
-        writer?.close()
+        switch output {
+        case .socket(let writer): writer.close()
+        case .stream(let queue): queue.finish()
+        }
         channel.close(promise: nil)
     }
 

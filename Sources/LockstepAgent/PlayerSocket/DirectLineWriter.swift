@@ -27,11 +27,16 @@ final class DirectLineWriter: Sendable {
     /// How many lines went (whole or in part) through the channel: the socket was full.
     var linesThroughChannel: Int { handedOver.load(ordering: .relaxed) }
 
-    /// A writer on a duplicate of `fd`; nil if it cannot be duplicated (then the channel writes).
+    /// A writer on a duplicate of `fd`; nil if it cannot be duplicated.
     init?(duplicating fd: Int32) {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return nil }
         descriptor = Mutex(copy)
+    }
+
+    /// A writer with no descriptor: every line goes through the channel.
+    init() {
+        descriptor = Mutex(-1)
     }
 
     deinit { close() }

@@ -113,9 +113,10 @@ public final class PlayerServer: Sendable {
     }
 
     /// The accepted connection `fd` as a channel (which owns `fd` from here on) and a writer on
-    /// a duplicate of it; nil if NIO does not take it (it closes `fd` then).
-    private func open(_ fd: Int32) async -> (channel: NIOAsyncChannel<LineFrame, ByteBuffer>, writer: DirectLineWriter?)? {
-        let writer = DirectLineWriter(duplicating: fd)
+    /// a duplicate of it (through the channel alone if it cannot be duplicated); nil if NIO does
+    /// not take it (it closes `fd` then).
+    private func open(_ fd: Int32) async -> (channel: NIOAsyncChannel<LineFrame, ByteBuffer>, writer: DirectLineWriter)? {
+        let writer = DirectLineWriter(duplicating: fd) ?? DirectLineWriter()
         let maxLine = PlayerProtocol.maxLineBytes
         do {
             let channel = try await ClientBootstrap(group: group)
@@ -131,13 +132,13 @@ public final class PlayerServer: Sendable {
                 }
             return (channel, writer)
         } catch {
-            writer?.close()
+            writer.close()
             logger.warning("cannot serve a player connection", metadata: ["error": "\(error)"])
             return nil
         }
     }
 
-    private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>, writer: DirectLineWriter?, id: UInt64, count: Int) async {
+    private func serve(_ channel: NIOAsyncChannel<LineFrame, ByteBuffer>, writer: DirectLineWriter, id: UInt64, count: Int) async {
         let credentials = await Self.credentials(of: channel.channel)
         var log = logger
         log[metadataKey: "client.id"] = "\(id)"
