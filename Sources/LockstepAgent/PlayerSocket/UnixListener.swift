@@ -23,7 +23,8 @@ final class UnixListener: Sendable {
 
     private let fd: Int32
     private let path: String
-    /// The socket file as bound (device, inode): removed at ``stop()`` only if still this one.
+    /// The socket file as bound (device, inode; bit patterns: `dev_t` is signed on Apple's
+    /// systems): removed at ``stop()`` only if still this one.
     private let file: (device: UInt64, inode: UInt64)?
     private let wake: (read: Int32, write: Int32)
     private let logger: Logger
@@ -57,7 +58,7 @@ final class UnixListener: Sendable {
             throw Failure(description: "cannot listen on \(path): \(String(cString: strerror(e)))")
         }
         var status = stat()
-        file = stat(path, &status) == 0 ? (UInt64(status.st_dev), UInt64(status.st_ino)) : nil
+        file = stat(path, &status) == 0 ? (UInt64(truncatingIfNeeded: status.st_dev), UInt64(truncatingIfNeeded: status.st_ino)) : nil
         // Not blocking: a connection that went away between poll and accept is no reason to stall.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var fds: [Int32] = [-1, -1]
@@ -107,7 +108,7 @@ final class UnixListener: Sendable {
         }
         guard let left else { return }
         var now = stat()
-        if let file, stat(path, &now) == 0, now.st_mode & S_IFMT == S_IFSOCK, UInt64(now.st_dev) == file.device, UInt64(now.st_ino) == file.inode {
+        if let file, stat(path, &now) == 0, now.st_mode & S_IFMT == S_IFSOCK, UInt64(truncatingIfNeeded: now.st_dev) == file.device, UInt64(truncatingIfNeeded: now.st_ino) == file.inode {
             unlink(path)
         }
         for fd in left { close(fd) }
