@@ -198,7 +198,7 @@ private func listening(
 }
 
 /// Whether `condition` holds within `timeout` seconds, looking every 10 ms.
-func eventually(timeout: Double, _ condition: () -> Bool) async -> Bool {
+private func eventually(timeout: Double, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if condition() { return true }
