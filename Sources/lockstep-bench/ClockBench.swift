@@ -52,6 +52,17 @@ struct ClockBench: AsyncParsableCommand {
             row["_order"] = order
             rows.append(row)
             result.lockstep.figures(into: &report.figures, prefix: name)
+            for (who, summary) in [("Lockstep", result.lockstep), ("chrony", result.chrony)] {
+                guard let summary, !summary.byPair.isEmpty else { continue }
+                report.tables["\(name): \(who)'s error by directed pair (signed: estimate - truth; chrony's pairs by address)"] = summary.byPair.keys.sorted().map { pair in
+                    let signed = summary.byPair[pair]!, magnitude = Stats(signed.map(\.magnitude))
+                    let mean = signed.reduce(0, +) / Double(signed.count)
+                    let sd = (signed.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(signed.count)).squareRoot()
+                    return ["_order": "pair,readings,mean us,sd us,p50 us,p99 us,max us", "pair": pair, "readings": String(signed.count),
+                            "mean us": fmt(mean / 1000, 2), "sd us": fmt(sd / 1000, 2),
+                            "p50 us": fmt(magnitude.median / 1000, 1), "p99 us": fmt(magnitude.percentile(99) / 1000, 1), "max us": fmt(magnitude.max / 1000, 1)]
+                }
+            }
             if let c = result.chrony {
                 var r = c.row("chrony (\(name))")
                 r["_order"] = order
@@ -152,8 +163,12 @@ struct ClockBench: AsyncParsableCommand {
         var closures: [Double] = []
         var usableTimes: [Double] = []
         var convergedTimes: [Double] = []
+        /// Signed errors (estimate − truth) per directed pair ("h1->h2"): where a tail comes
+        /// from, one pair's bias or every pair's spread.
+        var byPair: [String: [Double]] = [:]
 
-        mutating func add(error: Double, bound: Double, closure: Double?) {
+        mutating func add(error: Double, bound: Double, closure: Double?, pair: String, signed: Double) {
+            byPair[pair, default: []].append(signed)
             errors.append(error)
             bounds.append(bound)
             if error <= bound { covered += 1 }
@@ -168,8 +183,10 @@ struct ClockBench: AsyncParsableCommand {
         var closures: Stats
         var usable: Stats
         var converged: Stats
+        var byPair: [String: [Double]]
 
         init(_ s: Series) {
+            byPair = s.byPair
             errors = Stats(s.errors)
             bounds = Stats(s.bounds)
             coverage = s.errors.isEmpty ? .nan : Double(s.covered) / Double(s.errors.count)
@@ -248,7 +265,8 @@ struct ClockBench: AsyncParsableCommand {
                 for p in r.peers {
                     guard let peer = Int(p.name.dropFirst()), let fix = fixes[peer], p.samples > 0 else { continue }
                     let truth = SimulatedClocks.trueOffset(observer: r, peer: fix, peerSkewPPM: skews[peer] ?? 0)
-                    let error = (p.offsetNs - truth).magnitude
+                    let signed = p.offsetNs - truth
+                    let error = signed.magnitude
                     let key = "h\(h)->\(p.name)"
                     let now = Date()
                     if firstSeen[key] == nil { firstSeen[key] = now }
@@ -256,7 +274,7 @@ struct ClockBench: AsyncParsableCommand {
                     if usable[key] == nil, p.errorBoundNs < 1_000_000, error < 1_000_000 { usable[key] = t }
                     history[key, default: []].append((t, error))
                     if count {
-                        series.add(error: error, bound: p.errorBoundNs, closure: p.closureErrorNs)
+                        series.add(error: error, bound: p.errorBoundNs, closure: p.closureErrorNs, pair: key, signed: signed)
                     }
                 }
             }
@@ -359,7 +377,7 @@ struct ClockBench: AsyncParsableCommand {
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard f.count >= 6, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
                       let offset = Double(f[4]), let sd = Double(f[5]) else { continue }
-                series.add(error: offset.magnitude * 1e9, bound: 4.5 * sd * 1e9, closure: nil)
+                series.add(error: offset.magnitude * 1e9, bound: 4.5 * sd * 1e9, closure: nil, pair: "h\(h)->\(f[2])", signed: offset * 1e9)
             }
             for line in measurements.split(separator: "\n") {
                 // Date Time IP L St 123 567 ABCD LP RP Score Offset Peer-delay ...
@@ -367,7 +385,7 @@ struct ClockBench: AsyncParsableCommand {
                 guard f.count >= 13, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
                       let offset = Double(f[11]), let delay = Double(f[12]) else { continue }
                 // The bracket any two-way exchange gives: half its round trip.
-                raw.add(error: offset.magnitude * 1e9, bound: delay / 2 * 1e9, closure: nil)
+                raw.add(error: offset.magnitude * 1e9, bound: delay / 2 * 1e9, closure: nil, pair: "h\(h)->\(f[2])", signed: offset * 1e9)
             }
         }
         return (Summary(series), Summary(raw))
