@@ -167,15 +167,14 @@ public final class WebLabGroup: @unchecked Sendable {
 
     /// Seconds from `end` until the browser came within `withinMs` of the reference player and
     /// stayed there for `hold` seconds (nil: not within `timeout`), with the spreads seen and the
-    /// slips met during the hold.
+    /// slips: the excursions out of that band after the browser was first in it.
     ///
-    /// A slip is a later excursion out of that band which the page takes back within
-    /// `slipSeconds`: it does not restart the hold, because it is not the stall's recovery (seen
-    /// in the clean-clone CI with builds beside the tests: in step for 2.6 s, then 20 ms behind
-    /// and back within 0.5 s, as when Chromium's audio output misses its deadlines on a loaded
-    /// machine). One that lasts longer does restart it. Each slip is described: when (s after
-    /// `end`), how far (ms) and the page's inner state then, whose clock offset (`offsetNs`) tells
-    /// a slip of the media from a jump of the page's clock.
+    /// A slip the page takes back within `slipSeconds` does not restart the hold, because it is
+    /// not the stall's recovery (seen in the clean-clone CI with builds beside the tests: in step
+    /// for 2.6 s, then 20 ms behind and back within 0.5 s, as when Chromium's audio output misses
+    /// its deadlines on a loaded machine); a longer one does. Each slip is described as it starts:
+    /// when (s after `end`), how far (ms) and the page's inner state then, whose clock offset
+    /// (`offsetNs`) tells a slip of the media from a jump of the page's clock.
     public func recovery(
         after end: Int64, withinMs: Double = 10, hold: Double = 3, slipSeconds: Double = 1, timeout: Double = 10
     ) async throws -> (seconds: Double?, spreads: [Double], slips: [String]) {
