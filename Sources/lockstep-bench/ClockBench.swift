@@ -167,7 +167,9 @@ struct ClockBench: AsyncParsableCommand {
         /// from, one pair's bias or every pair's spread.
         var byPair: [String: [Double]] = [:]
 
-        mutating func add(error: Double, bound: Double, closure: Double?, pair: String, signed: Double) {
+        /// A reading of `pair` off the truth by `signed` (estimate − truth), with its bound.
+        mutating func add(signed: Double, bound: Double, closure: Double?, pair: String) {
+            let error = signed.magnitude
             byPair[pair, default: []].append(signed)
             errors.append(error)
             bounds.append(bound)
@@ -274,7 +276,7 @@ struct ClockBench: AsyncParsableCommand {
                     if usable[key] == nil, p.errorBoundNs < 1_000_000, error < 1_000_000 { usable[key] = t }
                     history[key, default: []].append((t, error))
                     if count {
-                        series.add(error: error, bound: p.errorBoundNs, closure: p.closureErrorNs, pair: key, signed: signed)
+                        series.add(signed: signed, bound: p.errorBoundNs, closure: p.closureErrorNs, pair: key)
                     }
                 }
             }
@@ -377,7 +379,7 @@ struct ClockBench: AsyncParsableCommand {
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard f.count >= 6, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
                       let offset = Double(f[4]), let sd = Double(f[5]) else { continue }
-                series.add(error: offset.magnitude * 1e9, bound: 4.5 * sd * 1e9, closure: nil, pair: "h\(h)->\(f[2])", signed: offset * 1e9)
+                series.add(signed: offset * 1e9, bound: 4.5 * sd * 1e9, closure: nil, pair: "h\(h)->\(f[2])")
             }
             for line in measurements.split(separator: "\n") {
                 // Date Time IP L St 123 567 ABCD LP RP Score Offset Peer-delay ...
@@ -385,7 +387,7 @@ struct ClockBench: AsyncParsableCommand {
                 guard f.count >= 13, let date = formatter.date(from: "\(f[0]) \(f[1])"), date >= from.addingTimeInterval(-1),
                       let offset = Double(f[11]), let delay = Double(f[12]) else { continue }
                 // The bracket any two-way exchange gives: half its round trip.
-                raw.add(error: offset.magnitude * 1e9, bound: delay / 2 * 1e9, closure: nil, pair: "h\(h)->\(f[2])", signed: offset * 1e9)
+                raw.add(signed: offset * 1e9, bound: delay / 2 * 1e9, closure: nil, pair: "h\(h)->\(f[2])")
             }
         }
         return (Summary(series), Summary(raw))
