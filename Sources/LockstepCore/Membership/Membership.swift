@@ -326,9 +326,12 @@ public struct Membership: Sendable {
     }
 
     /// When a reachable `p` is lost unless heard (or vouched for) again.
-    private func silentAt(_ p: Peer) -> LocalTime? {
+    private func silentAt(_ p: Peer) -> LocalTime? { silentAt(p, indirect: indirect.contains(p.id)) }
+
+    /// ``silentAt(_:)`` for a peer whose membership of ``indirect`` the caller looked up.
+    private func silentAt(_ p: Peer, indirect isIndirect: Bool) -> LocalTime? {
         guard let heard = p.lastHeard else { return nil }
-        guard indirect.contains(p.id) else { return heard + configuration.lostAfter }
+        guard isIndirect else { return heard + configuration.lostAfter }
         return max(heard, p.lastVouched ?? heard) + configuration.vouchedLostAfter
     }
 
@@ -454,11 +457,16 @@ public struct Membership: Sendable {
 
     /// How often `path` of `p` is probed; nil if it is not.
     private func probeInterval(_ p: Peer, _ path: Path, now: LocalTime) -> TimeSpan? {
+        probeInterval(p, path, now: now, indirect: indirect.contains(p.id))
+    }
+
+    /// ``probeInterval(_:_:now:)`` for a peer whose membership of ``indirect`` the caller looked up.
+    private func probeInterval(_ p: Peer, _ path: Path, now: LocalTime, indirect isIndirect: Bool) -> TimeSpan? {
         switch p.state {
         case .reachable:
             if p.withdrawnDeadline != nil { return configuration.probeInterval }
             // (A peer this node does not measure is seldom sent to: a failover path is not kept warm.)
-            guard path.endpoint != p.preferred, !indirect.contains(p.id) else { return nil }
+            guard !isIndirect, path.endpoint != p.preferred else { return nil }
             let preferred = p.paths.first { $0.endpoint == p.preferred }
             let quiet = preferred?.lastHeard.map { now - $0 >= configuration.pathQuiet } ?? true
             return quiet ? configuration.probeInterval : configuration.alternateProbeInterval
@@ -479,9 +487,12 @@ public struct Membership: Sendable {
     public func nextDeadline(now: LocalTime) -> LocalTime {
         var next = LocalTime.distantFuture
         for p in peers.values {
+            // Looked up once per peer: the node asks after every event, and at 64 peers hashing
+            // the id for each term was a seventh of this function's time (`scale-sim`).
+            let isIndirect = indirect.contains(p.id)
             switch p.state {
             case .reachable:
-                if let s = silentAt(p) { next = min(next, s) }
+                if let s = silentAt(p, indirect: isIndirect) { next = min(next, s) }
                 if let w = p.withdrawnDeadline { next = min(next, w) }
                 if let d = p.helloDue { next = min(next, d) }
                 // Alternates are probed once the preferred path is quiet, and may take over later.
@@ -495,8 +506,14 @@ public struct Membership: Sendable {
             case .discovered, .resolved:
                 if Self.onlyIntroduced(p) { next = min(next, p.since + configuration.strangers.introducedProbesFor) }
             }
+            // A reachable peer, not withdrawn, has no path to probe when it is reached through
+            // others or has no path but its preferred one (``probeInterval(_:_:now:indirect:)``
+            // says nil for each): the case of nearly every peer of a large group.
+            if p.state == .reachable, p.withdrawnDeadline == nil, isIndirect || (p.paths.count == 1 && p.paths[0].endpoint == p.preferred) {
+                continue
+            }
             for path in p.paths {
-                if let interval = probeInterval(p, path, now: now) { next = min(next, (path.lastProbed ?? now) + interval) }
+                if let interval = probeInterval(p, path, now: now, indirect: isIndirect) { next = min(next, (path.lastProbed ?? now) + interval) }
             }
         }
         for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeInterval) }

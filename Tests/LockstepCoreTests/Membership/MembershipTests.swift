@@ -206,6 +206,18 @@ struct MembershipTests {
         #expect(m.peers.isEmpty)
     }
 
+    @Test("a reachable peer's alternate path is next due at its probe while the preferred one is quiet, and not probed once the peer is reached through others")
+    func alternateProbeDeadline() {
+        var m = make { $0.pathFailover = .milliseconds(2_500) }
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: at(0))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        _ = m.onHello(alice, name: "alice")
+        #expect(m.dueProbes(now: at(1_600 * ms)) == [v6ll])
+        #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_100 * ms), "the alternate's next probe, before the failover at 2.5 s")
+        m.onIndirect([alice])
+        #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_500 * ms), "reached through others: no path probed")
+    }
+
     @Test("after probing, the next deadline is in the future in every state (no busy loop)")
     func deadlinesAdvance() {
         var m = make()
