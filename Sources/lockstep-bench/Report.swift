@@ -17,6 +17,15 @@ struct Report: Encodable {
     var tables: [String: [[String: String]]] = [:]
     var goals: [Goal] = []
     var notes: [String] = []
+    /// The machine the figures come from (kernel release, CPU model, cores): the same build
+    /// measured on another day's machine of this lab gave other figures (docs/scale.md,
+    /// twenty-eighth step), so every report says which one it ran on.
+    var ranOn: [String: String] = Report.thisMachine()
+
+    enum CodingKeys: String, CodingKey {
+        case benchmark, parameters, figures, tables, goals, notes
+        case ranOn = "ran_on"
+    }
 
     mutating func goal(_ name: String, target: String, measured: String, met: Bool) {
         goals.append(Goal(name: name, target: target, measured: measured, met: met))
@@ -37,6 +46,7 @@ struct Report: Encodable {
             return
         }
         Swift.print("== \(benchmark)")
+        Swift.print("  ran on: " + ranOn.sorted(by: { $0.key < $1.key }).map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         for (k, v) in parameters.sorted(by: { $0.key < $1.key }) { Swift.print("  \(k): \(v)") }
         for (name, rows) in tables.sorted(by: { $0.key < $1.key }) {
             Swift.print("\n\(name)")
@@ -57,6 +67,23 @@ struct Report: Encodable {
             for g in goals { Swift.print("  [\(g.met ? "met" : "NOT MET")] \(g.name): target \(g.target), measured \(g.measured)") }
         }
         for n in notes { Swift.print("note: \(n)") }
+    }
+}
+
+extension Report {
+    /// Kernel release, CPU model and active cores of this machine; what cannot be read is left out.
+    static func thisMachine() -> [String: String] {
+        var out = ["cores": String(ProcessInfo.processInfo.activeProcessorCount)]
+        var name = utsname()
+        if uname(&name) == 0 {
+            out["kernel"] = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        if let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+           let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+           let colon = line.firstIndex(of: ":") {
+            out["cpu"] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return out
     }
 }
 
