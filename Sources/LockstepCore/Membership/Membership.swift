@@ -325,10 +325,8 @@ public struct Membership: Sendable {
         peers[peer] = p
     }
 
-    /// When a reachable `p` is lost unless heard (or vouched for) again.
-    private func silentAt(_ p: Peer) -> LocalTime? { silentAt(p, indirect: indirect.contains(p.id)) }
-
-    /// ``silentAt(_:)`` for a peer whose membership of ``indirect`` the caller looked up.
+    /// When a reachable `p` is lost unless heard (or vouched for) again; `isIndirect`: `p` is in
+    /// ``indirect`` (the caller looks it up once per peer).
     private func silentAt(_ p: Peer, indirect isIndirect: Bool) -> LocalTime? {
         guard let heard = p.lastHeard else { return nil }
         guard isIndirect else { return heard + configuration.lostAfter }
@@ -360,7 +358,7 @@ public struct Membership: Sendable {
         for id in peers.keys.sorted() {
             guard var p = peers[id] else { continue }
             if p.state == .reachable {
-                let silent = silentAt(p).map { now >= $0 } ?? true
+                let silent = silentAt(p, indirect: indirect.contains(id)).map { now >= $0 } ?? true
                 let withdrawn = p.withdrawnDeadline.map { now >= $0 } ?? false
                 if silent || withdrawn {
                     p.withdrawnDeadline = nil
@@ -416,8 +414,9 @@ public struct Membership: Sendable {
         for id in peers.keys.sorted() {
             guard var p = peers[id] else { continue }
             var changed = false
+            let isIndirect = indirect.contains(id)
             for i in p.paths.indices {
-                guard let interval = probeInterval(p, p.paths[i], now: now) else { continue }
+                guard let interval = probeInterval(p, p.paths[i], now: now, indirect: isIndirect) else { continue }
                 if p.paths[i].lastProbed.map({ now - $0 >= interval }) ?? true {
                     p.paths[i].lastProbed = now
                     out.append(p.paths[i].endpoint)
@@ -455,12 +454,8 @@ public struct Membership: Sendable {
         return out
     }
 
-    /// How often `path` of `p` is probed; nil if it is not.
-    private func probeInterval(_ p: Peer, _ path: Path, now: LocalTime) -> TimeSpan? {
-        probeInterval(p, path, now: now, indirect: indirect.contains(p.id))
-    }
-
-    /// ``probeInterval(_:_:now:)`` for a peer whose membership of ``indirect`` the caller looked up.
+    /// How often `path` of `p` is probed; nil if it is not. `isIndirect`: `p` is in ``indirect``
+    /// (the caller looks it up once per peer).
     private func probeInterval(_ p: Peer, _ path: Path, now: LocalTime, indirect isIndirect: Bool) -> TimeSpan? {
         switch p.state {
         case .reachable:
@@ -505,12 +500,6 @@ public struct Membership: Sendable {
                 if let w = p.withdrawnDeadline { next = min(next, w) }
             case .discovered, .resolved:
                 if Self.onlyIntroduced(p) { next = min(next, p.since + configuration.strangers.introducedProbesFor) }
-            }
-            // A reachable peer, not withdrawn, has no path to probe when it is reached through
-            // others or has no path but its preferred one (``probeInterval(_:_:now:indirect:)``
-            // says nil for each): the case of nearly every peer of a large group.
-            if p.state == .reachable, p.withdrawnDeadline == nil, isIndirect || (p.paths.count == 1 && p.paths[0].endpoint == p.preferred) {
-                continue
             }
             for path in p.paths {
                 if let interval = probeInterval(p, path, now: now, indirect: isIndirect) { next = min(next, (path.lastProbed ?? now) + interval) }
