@@ -358,15 +358,15 @@ public actor Agent: ClientHandler {
             switch directive {
             case .send:
                 break
-            case .sendClockRequest(let exchange, let endpoint):
-                guard mayTransmit(.clockRequest(exchange: exchange, t1: PeerTime(ns: 0)), to: endpoint, now: now) else { continue }
+            case .sendClockRequest(let exchange, let endpoint, let form):
+                guard mayTransmit(form.message(exchange: exchange, t1: now), to: endpoint, now: now) else { continue }
                 // Probes too: the echoed t1 of the reply validates the address.
-                if let t1 = transport?.sendClockRequest(exchange: exchange, to: endpoint) {
+                if let t1 = transport?.sendClockRequest(exchange: exchange, to: endpoint, form: form) {
                     node.onClockRequestSent(exchange: exchange, to: endpoint, t1: t1)
                 }
-            case .sendClockReply(let exchange, let echo, let t2, let endpoint):
-                guard mayTransmit(.clockReply(exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: t2)), to: endpoint, now: now) else { continue }
-                transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint)
+            case .sendClockReply(let exchange, let echo, let t2, let endpoint, let form):
+                guard mayTransmit(form.message(exchange: exchange, echo: echo, t2: t2, t3: t2), to: endpoint, now: now) else { continue }
+                transport?.sendClockReply(exchange: exchange, echo: echo, t2: t2, to: endpoint, form: form)
             case .membership(let event):
                 log(event)
                 switch event {

@@ -30,7 +30,7 @@ enum NodeTarget {
 
         mutating func apply(_ directives: [NodeDirective]) {
             for d in directives {
-                if case .sendClockRequest(let exchange, let to) = d, exchange != 0 { lastRequest = (exchange, to) }
+                if case .sendClockRequest(let exchange, let to, _) = d, exchange != 0 { lastRequest = (exchange, to) }
             }
         }
     }

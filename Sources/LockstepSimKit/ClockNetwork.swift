@@ -23,8 +23,8 @@ public struct ClockNetwork {
 
     enum Event {
         case tick(Int)
-        case request(from: Int, to: Int, exchange: UInt32, t1: PeerTime)
-        case reply(from: Int, to: Int, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime)
+        case request(from: Int, to: Int, exchange: UInt32, t1: PeerTime, form: RequestForm)
+        case reply(from: Int, to: Int, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime, form: ReplyForm)
         case followUp(from: Int, to: Int, exchange: UInt32, echo: Int64, t3: PeerTime)
         case result(from: Int, to: Int, exchange: UInt32, echo: Int64, t1: PeerTime, t4: PeerTime)
         case report(from: Int, to: Int, ClockReport)
@@ -47,6 +47,8 @@ public struct ClockNetwork {
     /// send follow-ups and `clock_result`s, as agents on Linux do. Off by default: the clock
     /// scenarios were calibrated without them.
     public var transmitStamps = false
+    /// Clock datagrams sent (requests, replies, follow-ups and results, lost ones too).
+    public private(set) var exchangeDatagrams = 0
     /// How long a host takes between stamping a request's arrival and its reply's departure.
     public var turnaroundNs: ClosedRange<Double> = 10_000...40_000
     private let configuration: PeerClocks.Configuration
@@ -183,6 +185,10 @@ public struct ClockNetwork {
 
     /// Sends a datagram from `a` to `b` leaving at true time `t`, unless the leg loses it.
     private mutating func send(_ a: Int, _ b: Int, leaving t: Int64, _ event: Event) {
+        switch event {
+        case .request, .reply, .followUp, .result: exchangeDatagrams += 1
+        default: break
+        }
         let delay: Int64?
         if case .report = event { delay = legs[a][b].draw(&reportRNG, at: t) } else { delay = legs[a][b].draw(&rng, at: t) }
         guard let d = delay else { return }
@@ -192,17 +198,17 @@ public struct ClockNetwork {
     private mutating func execute(_ i: Int, _ directives: [PeerClocks.Directive]) {
         for directive in directives {
             switch directive {
-            case .sendRequest(let exchange, let to):
+            case .sendRequest(let exchange, let to, let form):
                 guard let b = host(at: to) else { continue }
                 let t1 = local(i, at: now)
                 hosts[i].clocks.onRequestSent(exchange: exchange, to: to, t1: t1)
                 if transmitStamps { hosts[i].clocks.onRequestTransmitted(exchange: exchange, t1: t1, to: to, at: t1) }
-                send(i, b, leaving: now, .request(from: i, to: b, exchange: exchange, t1: PeerTime(ours: t1)))
-            case .sendReply(let exchange, let echo, let t2, let to):
+                send(i, b, leaving: now, .request(from: i, to: b, exchange: exchange, t1: PeerTime(ours: t1), form: form))
+            case .sendReply(let exchange, let echo, let t2, let to, let form):
                 guard let a = host(at: to) else { continue }
                 let turnaround = Int64(turnaroundNs.lowerBound + rng.unit() * (turnaroundNs.upperBound - turnaroundNs.lowerBound))
                 let t3 = local(i, at: now + turnaround)
-                send(i, a, leaving: now + turnaround, .reply(from: i, to: a, exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: t3)))
+                send(i, a, leaving: now + turnaround, .reply(from: i, to: a, exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: t3), form: form))
                 if transmitStamps {
                     for d in hosts[i].clocks.onReplyTransmitted(exchange: exchange, echo: echo, to: to, at: t3) {
                         if case .sendFollowUp(let exchange, let echo, let t3, _) = d {
@@ -240,14 +246,23 @@ public struct ClockNetwork {
             execute(i, hosts[i].clocks.onTick(now: local(i, at: now), routes: routes(i)))
             rearm(i)
 
-        case .request(let a, let b, let exchange, let t1):
-            execute(b, hosts[b].clocks.onRequest(exchange: exchange, t1: t1, receivedAt: local(b, at: now), from: hosts[a].endpoint, peer: Self.id(a)))
+        case .request(let a, let b, let exchange, let t1, let form):
+            let t = local(b, at: now)
+            var interleaved = false
+            if case .interleaved(let result) = form {
+                interleaved = true
+                if let result { execute(b, hosts[b].clocks.onResult(from: Self.id(a), exchange: result.exchange, echo: result.echo, t1: result.t1, t4: result.t4, now: t)) }
+            }
+            execute(b, hosts[b].clocks.onRequest(exchange: exchange, t1: t1, receivedAt: t, from: hosts[a].endpoint, peer: Self.id(a), interleaved: interleaved))
             // (As the agent re-arms its timer after every datagram: a request may bring work forward.)
             rearm(b)
 
-        case .reply(let b, let a, let exchange, let echo, let t2, let t3):
+        case .reply(let b, let a, let exchange, let echo, let t2, let t3, let form):
             let t4 = local(a, at: now)
-            execute(a, hosts[a].clocks.onReply(from: Self.id(b), exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: t4, source: hosts[b].endpoint, now: t4))
+            var interleaved = false, followUp: ClockFollowUp?
+            if case .interleaved(let carried) = form { (interleaved, followUp) = (true, carried) }
+            execute(a, hosts[a].clocks.onReply(
+                from: Self.id(b), exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: t4, source: hosts[b].endpoint, now: t4, interleaved: interleaved, followUp: followUp))
             rearm(a)
 
         case .followUp(let b, let a, let exchange, let echo, let t3):

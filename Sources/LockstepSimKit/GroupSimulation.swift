@@ -147,14 +147,14 @@ public struct GroupSimulation {
             case .send(let m, let e):
                 message = m
                 to = e
-            case .sendClockRequest(let ex, let e):
-                message = .clockRequest(exchange: ex, t1: PeerTime(ours: local(i)))
+            case .sendClockRequest(let ex, let e, let form):
+                message = form.message(exchange: ex, t1: local(i))
                 to = e
                 isExchange = ex != 0
                 // Probes too, as the agent does: the echoed t1 of the reply validates the address.
                 hosts[i].node.onClockRequestSent(exchange: ex, to: e, t1: local(i))
-            case .sendClockReply(let ex, let echo, let t2, let e):
-                message = .clockReply(exchange: ex, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: local(i)))
+            case .sendClockReply(let ex, let echo, let t2, let e, let form):
+                message = form.message(exchange: ex, echo: echo, t2: t2, t3: local(i))
                 to = e
                 isExchange = ex != 0
             default:

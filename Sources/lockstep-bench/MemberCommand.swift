@@ -79,6 +79,8 @@ struct MemberCommand: ParsableCommand {
             .clockReport(ClockReport(entries: [.init(peer: victim, incarnation: 1, estimate: beyond)])),
             .clockRequest(exchange: 1, t1: PeerTime(ns: .max)),
             .clockResult(exchange: 1, echo: 0, t1: PeerTime(ns: 10), t4: PeerTime(ns: 5)),
+            .interleavedRequest(exchange: 1, t1: PeerTime(ns: 0), result: ExchangeResult(exchange: 1, echo: 0, t1: PeerTime(ns: 10), t4: PeerTime(ns: 5))),
+            .interleavedReply(exchange: 1, echo: 0, t2: PeerTime(ns: 0), t3: PeerTime(ns: 0), followUp: ClockFollowUp(exchange: 1, echo: 0, t3: PeerTime(ns: .min))),
             // At the edges the decoder allows: the core must refuse or absorb them.
             // A number no other crafted operation takes: refused every time, never a duplicate.
             .operation(op(.pause, time: Limits.instantNs.upperBound, seq: 9, at: 0, basis: member), wantsAck: true),
@@ -96,6 +98,12 @@ struct MemberCommand: ParsableCommand {
             .clockReply(exchange: 1, echo: .min, t2: PeerTime(ns: Limits.instantNs.upperBound), t3: PeerTime(ns: Limits.instantNs.lowerBound)),
             .clockFollowUp(exchange: 1, echo: .max, t3: PeerTime(ns: Limits.instantNs.lowerBound)),
             .clockResult(exchange: 1, echo: .max, t1: PeerTime(ns: Limits.instantNs.upperBound - 1), t4: PeerTime(ns: Limits.instantNs.upperBound)),
+            .interleavedRequest(
+                exchange: .max, t1: PeerTime(ns: Limits.instantNs.lowerBound),
+                result: ExchangeResult(exchange: 1, echo: .min, t1: PeerTime(ns: Limits.instantNs.lowerBound), t4: PeerTime(ns: Limits.instantNs.lowerBound + Limits.clockResultRoundTripNs))),
+            .interleavedReply(
+                exchange: 1, echo: .max, t2: PeerTime(ns: Limits.instantNs.lowerBound), t3: PeerTime(ns: Limits.instantNs.upperBound),
+                followUp: ClockFollowUp(exchange: .max, echo: .min, t3: PeerTime(ns: Limits.instantNs.upperBound))),
             .epochKey(epoch: .max, key: Array(repeating: 0xee, count: 32), removed: [victim]),
             .memberKey(key: Array(repeating: 0xee, count: 32), name: "not its own key"),
         ]

@@ -136,7 +136,7 @@ struct SimScaleBench: ParsableCommand {
             for entry in host.log {
                 guard let sent = Self.datagram(entry.directive) else { continue }
                 formation += 1
-                if sent.type == .clockRequest { formationRequests += 1 }
+                if sent.type == .clockRequest || sent.type == .interleavedRequest { formationRequests += 1 }
             }
         }
 
@@ -173,12 +173,11 @@ struct SimScaleBench: ParsableCommand {
         for i in 0..<n {
             for entry in sim.hosts[i].log[marks[i]...] {
                 guard let (type, message) = Self.datagram(entry.directive) else { continue }
-                // Clock requests and replies are stamped by the shell: the smallest padded size.
-                let size = (message.map { Envelope.pad($0.encoded()).count } ?? Envelope.paddedSizes[0]) + Self.sealedOverhead
+                let size = Envelope.pad(message.encoded()).count + Self.sealedOverhead
                 datagrams += 1
                 bytes += size
                 counts[type.description, default: 0] += 1
-                if [.clockRequest, .clockReply, .clockFollowUp, .clockResult].contains(type) { clockDatagrams += 1 }
+                if [.clockRequest, .clockReply, .clockFollowUp, .clockResult, .interleavedRequest, .interleavedReply].contains(type) { clockDatagrams += 1 }
             }
         }
         let perAgent = { (count: Int) in Double(count) / Double(n) / window }
@@ -254,15 +253,18 @@ struct SimScaleBench: ParsableCommand {
         return row
     }
 
-    /// The datagram a node's directive sends, if it sends one: its type, and the message when the
-    /// node wrote it whole (clock requests and replies are stamped by the shell).
-    static func datagram(_ directive: NodeDirective) -> (type: MessageType, message: PeerMessage?)? {
+    /// The datagram a node's directive sends, if it sends one: its type, and the message (clock
+    /// requests and replies as the shell would send them, but for the time it stamps).
+    static func datagram(_ directive: NodeDirective) -> (type: MessageType, message: PeerMessage)? {
+        let message: PeerMessage
         switch directive {
-        case .send(let m, _): (MessageType(m), m)
-        case .sendClockRequest: (.clockRequest, nil)
-        case .sendClockReply: (.clockReply, nil)
-        default: nil
+        case .send(let m, _): message = m
+        // (Stamped by the shell: the size is the same whatever the time.)
+        case .sendClockRequest(let exchange, _, let form): message = form.message(exchange: exchange, t1: LocalTime(ns: 0))
+        case .sendClockReply(let exchange, let echo, let t2, _, let form): message = form.message(exchange: exchange, echo: echo, t2: t2, t3: t2)
+        default: return nil
         }
+        return (MessageType(message), message)
     }
 
     /// A player (start latency 20 ms) joins every host and loads the item; then rounds of play,

@@ -83,6 +83,19 @@ struct VectorTests {
             ("clock reply", .clockReply(exchange: 7, echo: 1_000_000_123, t2: PeerTime(ns: 31_000_050_000), t3: PeerTime(ns: 31_000_060_000))),
             ("clock follow-up (two-step reply)", .clockFollowUp(exchange: 7, echo: 1_000_000_123, t3: PeerTime(ns: 31_000_060_417))),
             ("clock result (the requester's half, for the replier)", .clockResult(exchange: 7, echo: 1_000_000_123, t1: PeerTime(ns: 1_000_000_140), t4: PeerTime(ns: 1_000_000_290))),
+            ("interleaved request, its link's first (no result owed)", .interleavedRequest(exchange: 7, t1: PeerTime(ns: 1_000_000_123), result: nil)),
+            (
+                "interleaved request carrying the previous exchange's result",
+                .interleavedRequest(
+                    exchange: 8, t1: PeerTime(ns: 2_000_000_456), result: ExchangeResult(exchange: 7, echo: 1_000_000_123, t1: PeerTime(ns: 1_000_000_140), t4: PeerTime(ns: 1_000_000_290)))
+            ),
+            ("interleaved reply, no earlier transmit time", .interleavedReply(exchange: 7, echo: 1_000_000_123, t2: PeerTime(ns: 31_000_050_000), t3: PeerTime(ns: 31_000_060_000), followUp: nil)),
+            (
+                "interleaved reply carrying when the previous reply left",
+                .interleavedReply(
+                    exchange: 8, echo: 2_000_000_456, t2: PeerTime(ns: 32_000_050_000), t3: PeerTime(ns: 32_000_060_000),
+                    followUp: ClockFollowUp(exchange: 7, echo: 1_000_000_123, t3: PeerTime(ns: 31_000_060_417)))
+            ),
             ("hello asking for a reply", .hello(name: "living room", wantsReply: true)),
             ("goodbye", .goodbye),
             (

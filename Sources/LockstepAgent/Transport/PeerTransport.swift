@@ -224,15 +224,14 @@ public final class PeerTransport: Sendable {
     /// Sends a clock request, stamping its `t1` here, as late as possible before the datagram
     /// leaves; returns the `t1` it carries (nil if it was not sent). See ``send(_:to:sealingWith:)``.
     @discardableResult
-    public func sendClockRequest(exchange: UInt32, to endpoint: Endpoint) -> LocalTime? {
+    public func sendClockRequest(exchange: UInt32, to endpoint: Endpoint, form: RequestForm = .plain) -> LocalTime? {
         let t1 = now()
-        return send(.clockRequest(exchange: exchange, t1: PeerTime(ours: t1)), to: endpoint, transmitTime: exchange != 0) ? t1 : nil
+        return send(form.message(exchange: exchange, t1: t1), to: endpoint, transmitTime: exchange != 0) ? t1 : nil
     }
 
     /// Sends a clock reply, stamping its `t3` here, as late as possible before the datagram leaves.
-    public func sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to endpoint: Endpoint) {
-        let message = PeerMessage.clockReply(exchange: exchange, echo: echo, t2: PeerTime(ours: t2), t3: PeerTime(ours: now()))
-        send(message, to: endpoint, transmitTime: exchange != 0)
+    public func sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to endpoint: Endpoint, form: ReplyForm = .plain) {
+        send(form.message(exchange: exchange, echo: echo, t2: t2, t3: now()), to: endpoint, transmitTime: exchange != 0)
     }
 
     /// Sends a pairing datagram (not sealed: pairing protects itself).

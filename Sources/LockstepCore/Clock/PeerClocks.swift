@@ -16,6 +16,10 @@
 ///    reply by exchange id *and* its echoed `t1` (RFC 5905's origin check: a replayed or forged
 ///    reply is refused, and the echoed value is never used as a time), waits for the peer's
 ///    follow-up if it sends them (``TransmitStamps``), and gives the sample to the estimator.
+///
+/// Where the peer sends follow-ups, exchanges go in interleaved form once it answers in it
+/// (§4.2c, ``Interleave``): the follow-up rides the next reply and our `clock_result` the next
+/// request, two datagrams an exchange rather than four.
 public struct PeerClocks: Sendable {
     public struct Configuration: Sendable {
         public var estimator = ClockEstimator.Configuration()
@@ -78,7 +82,15 @@ public struct PeerClocks: Sendable {
         /// Replies this node sent to the peer's requests, awaiting the peer's `clock_result`:
         /// the exchange, its `t1` as echoed, when the request arrived and when the reply left
         /// (the kernel's time; nil until it says). The last ``answeredCapacity``.
-        var answered: [(exchange: UInt32, echo: Int64, t2: LocalTime, t3: LocalTime?)] = []
+        var answered: [(exchange: UInt32, echo: Int64, t2: LocalTime, t3: LocalTime?, interleaved: Bool)] = []
+        /// Whether this node's requests to the peer go in interleaved form.
+        var interleave = Interleave.untried
+        /// Our half of the last exchange the peer answered in interleaved form, for our next
+        /// request (the peer has its own half: the exchange is a sample of its too).
+        var owedResult: ExchangeResult?
+        /// When our last reply in interleaved form to the peer really left, for our reply to
+        /// its next request.
+        var owedFollowUp: ClockFollowUp?
         /// Samples measured by the peer's exchanges (its `clock_result`s), not ours.
         public var mirrored: UInt64 = 0
         /// `clock_result`s that named no reply of ours still awaiting one (late, duplicated,
@@ -93,6 +105,23 @@ public struct PeerClocks: Sendable {
             estimator = ClockEstimator(configuration: configuration.estimator)
             scheduler = ExchangeScheduler(configuration: configuration.exchanges, appeared: now, yieldsToPeer: yields)
             stamps = TransmitStamps(configuration: configuration.transmitStamps)
+        }
+
+        /// How the request about to go out is sent (``Interleave``), taking the result it carries.
+        mutating func nextRequestForm() -> RequestForm {
+            switch interleave {
+            case .untried, .off:
+                return .plain
+            case .trying(let sent) where sent >= PeerClocks.interleavedTries:
+                interleave = .off
+                return .plain
+            case .trying(let sent):
+                interleave = .trying(sent: sent + 1)
+            case .on:
+                break
+            }
+            defer { owedResult = nil }
+            return .interleaved(owedResult)
         }
 
         /// When this link next has work: an exchange due or expiring, or a transmit time awaited.
@@ -110,16 +139,33 @@ public struct PeerClocks: Sendable {
     }
 
     /// Replies remembered per peer for its results: a result follows its exchange within a round
-    /// trip or a follow-up wait, so a few suffice.
+    /// trip or a follow-up wait, or with the peer's next request, so a few suffice.
     static let answeredCapacity = 4
+
+    /// Whether a link's requests go in interleaved form (§4.2c of the peer protocol, NTP's
+    /// interleaved mode): two datagrams an exchange rather than four. Not before the peer has
+    /// shown it sends transmit times (a follow-up: without them the form saves nothing); then
+    /// tried, kept once the peer answers in that form or sends it, and given up after
+    /// ``interleavedTries`` requests with no such answer (an agent that predates the form drops
+    /// it as malformed) until the peer sends one.
+    enum Interleave: Sendable, Equatable {
+        case untried
+        case trying(sent: Int)
+        case on
+        case off
+    }
+
+    /// Requests in interleaved form sent before a peer that never answers in that form is
+    /// taken for one that does not speak it.
+    static let interleavedTries = 3
 
     /// What to do.
     public enum Directive: Sendable, Equatable {
-        /// Send a clock request for `exchange`; the shell stamps `t1` and reports it
+        /// Send a clock request for `exchange`, in `form`; the shell stamps `t1` and reports it
         /// (``onRequestSent(exchange:to:t1:)``).
-        case sendRequest(exchange: UInt32, to: Endpoint)
+        case sendRequest(exchange: UInt32, to: Endpoint, form: RequestForm = .plain)
         /// Answer a request: `echo` is its `t1`, `t2` when it arrived; the shell stamps `t3`.
-        case sendReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint)
+        case sendReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint, form: ReplyForm = .plain)
         /// The kernel's transmit time of a reply this node sent, for the requester.
         case sendFollowUp(exchange: UInt32, echo: Int64, t3: LocalTime, to: Endpoint)
         /// Tell the replier of `exchange` (whose request carried `echo`) when the request really
@@ -235,6 +281,8 @@ public struct PeerClocks: Sendable {
             // Replies stamped on the clock before the correction: a peer's result for one would
             // be a sample straddling the step (it would look like the step undone).
             links[peer]?.answered.removeAll()
+            links[peer]?.owedResult = nil
+            links[peer]?.owedFollowUp = nil
             links[peer]?.sentTo = nil
             links[peer]?.beforeStep = nil
         }
@@ -257,10 +305,25 @@ public struct PeerClocks: Sendable {
     /// within a few probes, so we must notice first (from our own exchanges, each a full sample)
     /// even when it was the peer's exchange that met the step. (A slow datagram looks like our
     /// clock jumping ahead: at worst a few probes more.)
-    public mutating func onRequest(exchange: UInt32, t1: PeerTime, receivedAt: LocalTime, from source: Endpoint, peer: PeerID? = nil) -> [Directive] {
+    ///
+    /// A request in interleaved form (`interleaved`) is answered in that form, with the transmit
+    /// time of our previous reply in that form to the peer; its result, if it carried one, goes
+    /// to ``onResult(from:exchange:echo:t1:t4:now:)`` first.
+    public mutating func onRequest(
+        exchange: UInt32, t1: PeerTime, receivedAt: LocalTime, from source: Endpoint, peer: PeerID? = nil, interleaved: Bool = false
+    ) -> [Directive] {
+        // (A peer this node does not measure gets no transmit time in the next reply, which
+        // needs a link to remember it: it gets a follow-up, as for a plain reply.)
+        var form: ReplyForm = interleaved ? .interleaved(nil) : .plain
         if exchange != 0, let peer, var link = links[peer] {
             if link.answered.count == Self.answeredCapacity { link.answered.removeFirst() }
-            link.answered.append((exchange, t1.ns, receivedAt, nil))
+            link.answered.append((exchange, t1.ns, receivedAt, nil, interleaved))
+            if interleaved {
+                // It speaks the form: our requests go in it too.
+                link.interleave = .on
+                form = .interleaved(link.owedFollowUp)
+                link.owedFollowUp = nil
+            }
             links[peer] = link
             if let estimate = link.estimator.estimate(at: receivedAt) {
                 let oneWay = Double(receivedAt.ns.subtractingSaturating(estimate.localTime(at: t1).ns))
@@ -270,7 +333,7 @@ public struct PeerClocks: Sendable {
                 }
             }
         }
-        return [.sendReply(exchange: exchange, echo: t1.ns, t2: receivedAt, to: source)]
+        return [.sendReply(exchange: exchange, echo: t1.ns, t2: receivedAt, to: source, form: form)]
     }
 
     /// The shell sent request `exchange` to `destination` carrying `t1`.
@@ -286,7 +349,8 @@ public struct PeerClocks: Sendable {
     }
 
     /// The kernel says our reply to `exchange` (echoing `echo`) left for `destination` at `sentAt`:
-    /// the requester gets that time in a follow-up.
+    /// the requester gets that time in a follow-up, or, for a reply in interleaved form, in our
+    /// reply to its next request.
     public mutating func onReplyTransmitted(exchange: UInt32, echo: Int64, to destination: Endpoint, at sentAt: LocalTime) -> [Directive] {
         guard exchange != 0 else { return [] }
         // Found first, then changed: changing `links` while iterating it copied the whole
@@ -299,7 +363,13 @@ public struct PeerClocks: Sendable {
             found = (peer, i)
             break
         }
-        if let found { links[found.peer]?.answered[found.index].t3 = sentAt }
+        if let found {
+            links[found.peer]?.answered[found.index].t3 = sentAt
+            if links[found.peer]?.answered[found.index].interleaved == true {
+                links[found.peer]?.owedFollowUp = ClockFollowUp(exchange: exchange, echo: echo, t3: PeerTime(ours: sentAt))
+                return []
+            }
+        }
         return [.sendFollowUp(exchange: exchange, echo: echo, t3: sentAt, to: destination)]
     }
 
@@ -343,33 +413,62 @@ public struct PeerClocks: Sendable {
     }
 
     /// A reply from `peer` (authenticated, arrived from `source` at `receivedAt`, kernel time).
+    ///
+    /// A reply in interleaved form (`interleaved`) carries, as `followUp`, when the peer's
+    /// previous reply in that form left: that completes the previous sample first. This one is
+    /// held for the next reply's (or used with its own `t3` when none comes within two of the
+    /// link's intervals), and our half of it goes with our next request.
     public mutating func onReply(
-        from peer: PeerID, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime, receivedAt: LocalTime, source: Endpoint, now: LocalTime
+        from peer: PeerID, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime, receivedAt: LocalTime, source: Endpoint, now: LocalTime,
+        interleaved: Bool = false, followUp: ClockFollowUp? = nil
     ) -> [Directive] {
-        guard exchange != 0, var link = links[peer] else { return [] }
+        guard exchange != 0, links[peer] != nil else { return [] }
+        if interleaved { links[peer]?.interleave = .on }
+        if let followUp, let ready = links[peer]?.stamps.onFollowUp(exchange: followUp.exchange, t1: followUp.echo, t3: followUp.t3) {
+            ingest(ready, from: peer)
+        }
+        guard var link = links[peer] else { return takePending() }
         let t1: LocalTime
         switch link.scheduler.onReply(exchangeID: UInt64(exchange), echoedT1: echo) {
         case .matched(let sent): t1 = sent
-        case .unknown: return []
+        case .unknown: return takePending()
         case .wrongEcho:
             link.wrongEchoes += 1
             links[peer] = link
-            return [.refusedReply(from: peer)]
+            return takePending() + [.refusedReply(from: peer)]
         }
         // A reply from another path than the one asked is not a sample of this path.
         guard link.sentTo == nil || link.sentTo == source else {
             links[peer] = link
-            return []
+            return takePending()
         }
-        let ready = link.stamps.onReply(exchange: exchange, sample: ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt), now: now)
+        let sample = ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt)
+        let ready: TransmitStamps.Ready?
+        if interleaved {
+            var stamped = link.stamps.stamped(exchange: exchange, sample: sample)
+            stamped.interleaved = true
+            // (A peer that has never sent a transmit time would find no reply to match it with.)
+            if link.stamps.peerSendsFollowUps {
+                link.owedResult = ExchangeResult(exchange: exchange, echo: echo, t1: PeerTime(ours: stamped.sample.t1), t4: PeerTime(ours: receivedAt))
+            }
+            let interval = link.scheduler.interval(at: now, estimate: link.estimator.estimate(at: now))
+            ready = link.stamps.hold(stamped, now: now, wait: interval * Int64(2) + configuration.transmitStamps.followUpWait)
+        } else {
+            ready = link.stamps.onReply(exchange: exchange, sample: sample, now: now)
+        }
         links[peer] = link
         if let ready { ingest(ready, from: peer) }
         return takePending()
     }
 
-    /// A follow-up from `peer`: its reply to `exchange` really left at `t3`.
+    /// A follow-up from `peer`: its reply to `exchange` really left at `t3`. The peer has
+    /// transmit times: our requests try the interleaved form.
     public mutating func onFollowUp(from peer: PeerID, exchange: UInt32, echo: Int64, t3: PeerTime) -> [Directive] {
-        guard let ready = links[peer]?.stamps.onFollowUp(exchange: exchange, t1: echo, t3: t3) else { return [] }
+        guard var link = links[peer] else { return [] }
+        let ready = link.stamps.onFollowUp(exchange: exchange, t1: echo, t3: t3)
+        if link.interleave == .untried { link.interleave = .trying(sent: 0) }
+        links[peer] = link
+        guard let ready else { return [] }
         ingest(ready, from: peer)
         return takePending()
     }
@@ -408,7 +507,8 @@ public struct PeerClocks: Sendable {
     private mutating func ingest(_ ready: TransmitStamps.Ready, from peer: PeerID, mirrored: Bool = false) {
         guard var link = links[peer] else { return }
         let sample = ready.sample
-        if !mirrored, ready.kernelT3, let to = link.sentTo {
+        // (In interleaved form our half went, or goes, with the next request.)
+        if !mirrored, !ready.interleaved, ready.kernelT3, let to = link.sentTo {
             pending.append(.sendResult(exchange: ready.exchange, echo: ready.wireT1, t1: sample.t1, t4: sample.t4, to: to))
         }
         let before = link.estimator
@@ -507,7 +607,7 @@ public struct PeerClocks: Sendable {
             link.exchangesSent &+= 1
             // A new path: samples from the old one must not mix with this one's.
             link.sentTo = route.endpoint
-            out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint))
+            out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint, form: link.nextRequestForm()))
             links[peer] = link
         }
         if nextReport.map({ now >= $0 }) ?? true {

@@ -12,6 +12,8 @@
 ///   it in a `clock_follow_up` (§4.2a of the peer protocol). A requester whose peer sends
 ///   follow-ups holds each reply until its follow-up arrives (``onFollowUp(exchange:t1:t3:)``),
 ///   or uses the reply as it is after ``Configuration/followUpWait`` (the follow-up was lost).
+///   In interleaved form (§4.2c) the transmit time comes with the peer's next reply instead, and
+///   the reply waits that long (``hold(_:now:wait:)``).
 ///
 /// A sample with a user-space stamp is never *faster* than one with the kernel's: the user stamp
 /// is earlier than the real transmit time, so it only lengthens its direction's measured delay.
@@ -47,6 +49,8 @@ public struct TransmitStamps: Sendable {
         public var kernelT1: Bool
         /// `t3` is the kernel's transmit time of the reply (from a follow-up).
         public var kernelT3: Bool
+        /// The reply was in interleaved form: its result went with the next request, not alone.
+        public var interleaved = false
     }
 
     struct Held: Sendable {
@@ -89,14 +93,26 @@ public struct TransmitStamps: Sendable {
     /// time). Returns the sample to use now, or nil when it is held for its follow-up (then it
     /// comes out of ``onFollowUp(exchange:t1:t3:)`` or ``expire(now:)``).
     public mutating func onReply(exchange: UInt32, sample: ClockSample, now: LocalTime) -> Ready? {
-        let wireT1 = sample.t1.ns
-        var ready = Ready(sample: sample, exchange: exchange, wireT1: wireT1, kernelT1: false, kernelT3: false)
+        hold(stamped(exchange: exchange, sample: sample), now: now)
+    }
+
+    /// A matched reply's sample with the request's kernel transmit time for `t1` where it is
+    /// known (that time is then used up).
+    public mutating func stamped(exchange: UInt32, sample: ClockSample) -> Ready {
+        var ready = Ready(sample: sample, exchange: exchange, wireT1: sample.t1.ns, kernelT1: false, kernelT3: false)
         if let i = requests.firstIndex(where: { $0.exchange == exchange && $0.t1 == sample.t1 }) {
             ready.sample.t1 = requests[i].sentAt
             ready.kernelT1 = true
             requests.remove(at: i)
         }
-        if let i = early.firstIndex(where: { $0.exchange == exchange && $0.t1 == wireT1 }) {
+        return ready
+    }
+
+    /// `ready` (from ``stamped(exchange:sample:)``) to use now, or nil when it is held for its
+    /// follow-up: until `wait` from `now` (default ``Configuration/followUpWait``; a reply in
+    /// interleaved form waits for the next reply, which carries its transmit time).
+    public mutating func hold(_ ready: Ready, now: LocalTime, wait: TimeSpan? = nil) -> Ready? {
+        if let i = early.firstIndex(where: { $0.exchange == ready.exchange && $0.t1 == ready.wireT1 }) {
             let t3 = early[i].t3
             early.remove(at: i)
             return completed(ready, t3: t3)
@@ -106,7 +122,7 @@ public struct TransmitStamps: Sendable {
             followUpsMissed += 1
             held.removeFirst()
         }
-        held.append(Held(exchange: exchange, wireT1: wireT1, ready: ready, deadline: now + configuration.followUpWait))
+        held.append(Held(exchange: ready.exchange, wireT1: ready.wireT1, ready: ready, deadline: now + (wait ?? configuration.followUpWait)))
         return nil
     }
 
@@ -127,17 +143,17 @@ public struct TransmitStamps: Sendable {
 
     /// Replies whose follow-up did not arrive by `now`: to be used with their own `t3`.
     public mutating func expire(now: LocalTime) -> [Ready] {
-        var out: [Ready] = []
-        while let first = held.first, first.deadline <= now {
-            out.append(first.ready)
-            held.removeFirst()
-            followUpsMissed += 1
-        }
+        // (Not in deadline order when replies of both forms are held: a link trying the
+        // interleaved form still has plain replies out.)
+        guard let next = nextDeadline, next <= now else { return [] }
+        let out = held.filter { $0.deadline <= now }.map(\.ready)
+        held.removeAll { $0.deadline <= now }
+        followUpsMissed += UInt64(out.count)
         return out
     }
 
     /// When ``expire(now:)`` next has work.
-    public var nextDeadline: LocalTime? { held.first?.deadline }
+    public var nextDeadline: LocalTime? { held.lazy.map(\.deadline).min() }
 
     private mutating func completed(_ ready: Ready, t3: PeerTime) -> Ready {
         guard plausible(user: ready.sample.t3.ns, kernel: t3.ns) else {

@@ -19,6 +19,16 @@ public enum PeerMessage: Equatable, Sendable {
     /// the requester's clock. With its own receive and transmit times the replier has the same
     /// four timestamps, so one exchange measures the pair both ways.
     case clockResult(exchange: UInt32, echo: Int64, t1: PeerTime, t4: PeerTime)
+    /// A clock request in interleaved form (NTP's interleaved mode, RFC 5905 §9.1): besides its
+    /// own `t1`, the requester's half of its previous exchange with the receiver (what a
+    /// ``clockResult(exchange:echo:t1:t4:)`` would say), if one is owed. Answered by an
+    /// ``interleavedReply(exchange:echo:t2:t3:followUp:)``.
+    case interleavedRequest(exchange: UInt32, t1: PeerTime, result: ExchangeResult?)
+    /// A clock reply in interleaved form: besides its own times, when the replier's previous
+    /// reply in interleaved form to the requester really left (what a
+    /// ``clockFollowUp(exchange:echo:t3:)`` would say), if its kernel said. Two datagrams per
+    /// exchange rather than four, each sample one exchange later.
+    case interleavedReply(exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime, followUp: ClockFollowUp?)
     /// Introduces the sender (its human name); `wantsReply` asks for a hello back.
     case hello(name: String, wantsReply: Bool)
     /// Where the sender reaches some of its peers, sorted by peer id, unique, each passable

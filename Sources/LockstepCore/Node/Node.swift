@@ -117,16 +117,18 @@ public struct Node: Sendable {
             // came from it, and the echo validates our address at the peer.
             let reply = run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender))
             if out.isEmpty { out = reply } else { out.insert(contentsOf: reply, at: 0) }
+        case .interleavedRequest(let exchange, let t1, let result):
+            // The previous exchange's result first: it finishes the exchange before this one.
+            if let result { out += run(clocks.onResult(from: sender, exchange: result.exchange, echo: result.echo, t1: result.t1, t4: result.t4, now: now)) }
+            let reply = run(clocks.onRequest(exchange: exchange, t1: t1, receivedAt: receivedAt, from: source, peer: sender, interleaved: true))
+            out.insert(contentsOf: reply, at: 0)
         case .clockReply(let exchange, let echo, let t2, let t3):
-            let challenged = paths.isValidated(source, now: receivedAt)
-            // The sender's address answered our challenge for the first time: until now what went
-            // to it was held to the shell's anti-amplification budget, and our hello may have been
-            // held back (or crossed the session being set up). Our name must not wait for a retry.
-            if paths.onEcho(echo, from: source, now: receivedAt), !challenged, !PathValidation.isVouched(source, by: membership),
-                membership.onPathValidated(sender, now: now) {
-                out.append(.send(.hello(name: identity.name, wantsReply: false), to: source))
-            }
+            onEchoed(echo, from: sender, source: source, receivedAt: receivedAt, now: now, into: &out)
             out += run(clocks.onReply(from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now))
+        case .interleavedReply(let exchange, let echo, let t2, let t3, let followUp):
+            onEchoed(echo, from: sender, source: source, receivedAt: receivedAt, now: now, into: &out)
+            out += run(clocks.onReply(
+                from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now, interleaved: true, followUp: followUp))
         case .clockFollowUp(let exchange, let echo, let t3):
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
         case .clockResult(let exchange, let echo, let t1, let t4):
@@ -188,6 +190,18 @@ public struct Node: Sendable {
         return settle(out, now: now)
     }
 
+    /// A clock reply from `sender` at `source` echoed `echo`. The sender's address answered our
+    /// challenge for the first time: until now what went to it was held to the shell's
+    /// anti-amplification budget, and our hello may have been held back (or crossed the session
+    /// being set up). Our name must not wait for a retry.
+    private mutating func onEchoed(_ echo: Int64, from sender: PeerID, source: Endpoint, receivedAt: LocalTime, now: LocalTime, into out: inout [NodeDirective]) {
+        let challenged = paths.isValidated(source, now: receivedAt)
+        if paths.onEcho(echo, from: source, now: receivedAt), !challenged, !PathValidation.isVouched(source, by: membership),
+            membership.onPathValidated(sender, now: now) {
+            out.append(.send(.hello(name: identity.name, wantsReply: false), to: source))
+        }
+    }
+
     /// The shell sent clock request `exchange` (0: a probe) to `destination` carrying `t1`.
     public mutating func onClockRequestSent(exchange: UInt32, to destination: Endpoint, t1: LocalTime) {
         paths.onChallengeSent(to: destination, t1: t1)
@@ -196,13 +210,13 @@ public struct Node: Sendable {
 
     /// The kernel says `message` (a clock request or reply, as sent) left for `destination` at
     /// `sentAt`. A request's time replaces its `t1` when the reply comes; a reply's goes to the
-    /// requester in a follow-up.
+    /// requester in a follow-up, or, in interleaved form, with the reply to its next request.
     public mutating func onTransmitted(_ message: PeerMessage, to destination: Endpoint, at sentAt: LocalTime) -> [NodeDirective] {
         switch message {
-        case .clockRequest(let exchange, let t1):
+        case .clockRequest(let exchange, let t1), .interleavedRequest(let exchange, let t1, _):
             clocks.onRequestTransmitted(exchange: exchange, t1: LocalTime(ours: t1), to: destination, at: sentAt)
             return []
-        case .clockReply(let exchange, let echo, _, _):
+        case .clockReply(let exchange, let echo, _, _), .interleavedReply(let exchange, let echo, _, _, _):
             return run(clocks.onReplyTransmitted(exchange: exchange, echo: echo, to: destination, at: sentAt))
         default:
             return []
@@ -546,8 +560,8 @@ public struct Node: Sendable {
     private mutating func run(_ directives: [PeerClocks.Directive]) -> [NodeDirective] {
         directives.compactMap { d in
             switch d {
-            case .sendRequest(let exchange, let to): return .sendClockRequest(exchange: exchange, to: to)
-            case .sendReply(let exchange, let echo, let t2, let to): return .sendClockReply(exchange: exchange, echo: echo, t2: t2, to: to)
+            case .sendRequest(let exchange, let to, let form): return .sendClockRequest(exchange: exchange, to: to, form: form)
+            case .sendReply(let exchange, let echo, let t2, let to, let form): return .sendClockReply(exchange: exchange, echo: echo, t2: t2, to: to, form: form)
             case .sendFollowUp(let exchange, let echo, let t3, let to): return .send(.clockFollowUp(exchange: exchange, echo: echo, t3: PeerTime(ours: t3)), to: to)
             case .sendResult(let exchange, let echo, let t1, let t4, let to):
                 return .send(.clockResult(exchange: exchange, echo: echo, t1: PeerTime(ours: t1), t4: PeerTime(ours: t4)), to: to)

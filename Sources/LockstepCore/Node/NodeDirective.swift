@@ -4,10 +4,10 @@ public enum NodeDirective: Sendable, Equatable {
     case send(PeerMessage, to: Endpoint)
     /// Send a clock request: the shell stamps `t1` as late as it can before the datagram leaves,
     /// and tells the node which `t1` it stamped (``Node/onClockRequestSent(exchange:to:t1:)``).
-    /// Exchange 0 is a probe.
-    case sendClockRequest(exchange: UInt32, to: Endpoint)
+    /// Exchange 0 is a probe. `form`: plain, or interleaved with what it carries.
+    case sendClockRequest(exchange: UInt32, to: Endpoint, form: RequestForm = .plain)
     /// Answer a clock request (`echo` is its `t1`, `t2` when it arrived): the shell stamps `t3`.
-    case sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint)
+    case sendClockReply(exchange: UInt32, echo: Int64, t2: LocalTime, to: Endpoint, form: ReplyForm = .plain)
     /// A membership change, for logs and watchers.
     case membership(Membership.Event)
     /// The group state changed: an operation was applied (from this peer or another).

@@ -10,6 +10,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case clockFollowUp = 0x05
     case clockResult = 0x06
     case peerAddresses = 0x07
+    case interleavedRequest = 0x08
+    case interleavedReply = 0x09
     case operation = 0x10
     case itemRegister = 0x11
     case ack = 0x12
@@ -34,6 +36,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockReply: self = .clockReply
         case .clockFollowUp: self = .clockFollowUp
         case .clockResult: self = .clockResult
+        case .interleavedRequest: self = .interleavedRequest
+        case .interleavedReply: self = .interleavedReply
         case .hello: self = .hello
         case .goodbye: self = .goodbye
         case .peerAddresses: self = .peerAddresses
@@ -63,6 +67,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .clockReply: "clock_reply"
         case .clockFollowUp: "clock_follow_up"
         case .clockResult: "clock_result"
+        case .interleavedRequest: "interleaved_request"
+        case .interleavedReply: "interleaved_reply"
         case .hello: "hello"
         case .goodbye: "goodbye"
         case .peerAddresses: "peer_addresses"

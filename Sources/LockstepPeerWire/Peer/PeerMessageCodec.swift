@@ -17,14 +17,21 @@ extension PeerMessage {
             w.i64(t2.ns)
             w.i64(t3.ns)
         case .clockFollowUp(let exchange, let echo, let t3):
-            w.u32(exchange)
-            w.i64(echo)
-            w.i64(t3.ns)
+            Self.write(ClockFollowUp(exchange: exchange, echo: echo, t3: t3), into: &w)
         case .clockResult(let exchange, let echo, let t1, let t4):
+            Self.write(ExchangeResult(exchange: exchange, echo: echo, t1: t1, t4: t4), into: &w)
+        case .interleavedRequest(let exchange, let t1, let result):
+            w.u32(exchange)
+            w.i64(t1.ns)
+            w.u8(result != nil ? 1 : 0)
+            if let result { Self.write(result, into: &w) }
+        case .interleavedReply(let exchange, let echo, let t2, let t3, let followUp):
             w.u32(exchange)
             w.i64(echo)
-            w.i64(t1.ns)
-            w.i64(t4.ns)
+            w.i64(t2.ns)
+            w.i64(t3.ns)
+            w.u8(followUp != nil ? 1 : 0)
+            if let followUp { Self.write(followUp, into: &w) }
         case .hello(let name, let wantsReply):
             w.u8(wantsReply ? 1 : 0)
             w.string(name.truncated(toUTF8: PeerMessage.maxNameBytes))
@@ -138,6 +145,21 @@ extension PeerMessage {
             w.u32(epoch)
         }
         return w.bytes
+    }
+
+    /// A requester's half of an exchange (`clock_result`, or an `interleaved_request`'s part).
+    static func write(_ r: ExchangeResult, into w: inout ByteWriter) {
+        w.u32(r.exchange)
+        w.i64(r.echo)
+        w.i64(r.t1.ns)
+        w.i64(r.t4.ns)
+    }
+
+    /// A reply's transmit time (`clock_follow_up`, or an `interleaved_reply`'s part).
+    static func write(_ f: ClockFollowUp, into w: inout ByteWriter) {
+        w.u32(f.exchange)
+        w.i64(f.echo)
+        w.i64(f.t3.ns)
     }
 
     static func write(_ s: Stamp, into w: inout ByteWriter) {
@@ -254,13 +276,20 @@ extension PeerMessage {
                 exchange: try r.u32("exchange"), echo: try r.i64("t1"), t2: PeerTime(ns: try r.i64("t2", within: Limits.instantNs)),
                 t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
         case .clockFollowUp:
-            message = .clockFollowUp(exchange: try r.u32("exchange"), echo: try r.i64("t1"), t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
+            let followUp = try readFollowUp(&r)
+            message = .clockFollowUp(exchange: followUp.exchange, echo: followUp.echo, t3: followUp.t3)
         case .clockResult:
-            let exchange = try r.u32("exchange"), echo = try r.i64("echo")
-            let t1 = try r.i64("t1", within: Limits.instantNs)
-            // The reply came back after the request left, within the exchange timeout.
-            let t4 = try r.i64("t4", within: t1...min(t1 + Limits.clockResultRoundTripNs, Limits.instantNs.upperBound))
-            message = .clockResult(exchange: exchange, echo: echo, t1: PeerTime(ns: t1), t4: PeerTime(ns: t4))
+            let result = try readResult(&r)
+            message = .clockResult(exchange: result.exchange, echo: result.echo, t1: result.t1, t4: result.t4)
+        case .interleavedRequest:
+            let exchange = try r.u32("exchange"), t1 = PeerTime(ns: try r.i64("t1", within: Limits.instantNs))
+            let flags = try readFlags(&r, allowed: 1)
+            message = .interleavedRequest(exchange: exchange, t1: t1, result: flags & 1 != 0 ? try readResult(&r) : nil)
+        case .interleavedReply:
+            let exchange = try r.u32("exchange"), echo = try r.i64("t1")
+            let t2 = PeerTime(ns: try r.i64("t2", within: Limits.instantNs)), t3 = PeerTime(ns: try r.i64("t3", within: Limits.instantNs))
+            let flags = try readFlags(&r, allowed: 1)
+            message = .interleavedReply(exchange: exchange, echo: echo, t2: t2, t3: t3, followUp: flags & 1 != 0 ? try readFollowUp(&r) : nil)
         case .hello:
             let flags = try readFlags(&r, allowed: 1)
             message = .hello(name: try r.string("name", limit: maxNameBytes), wantsReply: flags & 1 != 0)
@@ -414,6 +443,21 @@ extension PeerMessage {
     /// A message's flags byte. Undefined bits must be zero, as in the metadata and player flags:
     /// otherwise several byte strings would decode to the same message and the encoding would
     /// not be canonical (found by fuzzing: `Protocol/vectors/fuzz/peer`).
+    /// A requester's half of an exchange (`clock_result`, or an `interleaved_request`'s part).
+    static func readResult(_ r: inout ByteReader) throws(DecodeError) -> ExchangeResult {
+        let exchange = try r.u32("exchange"), echo = try r.i64("echo")
+        let t1 = try r.i64("t1", within: Limits.instantNs)
+        // The reply came back after the request left, within the exchange timeout.
+        let t4 = try r.i64("t4", within: t1...min(t1 + Limits.clockResultRoundTripNs, Limits.instantNs.upperBound))
+        return ExchangeResult(exchange: exchange, echo: echo, t1: PeerTime(ns: t1), t4: PeerTime(ns: t4))
+    }
+
+    /// A reply's transmit time (`clock_follow_up`, or an `interleaved_reply`'s part); its echo
+    /// is compared, never computed with, so any value decodes.
+    static func readFollowUp(_ r: inout ByteReader) throws(DecodeError) -> ClockFollowUp {
+        ClockFollowUp(exchange: try r.u32("exchange"), echo: try r.i64("t1"), t3: PeerTime(ns: try r.i64("t3", within: Limits.instantNs)))
+    }
+
     static func readFlags(_ r: inout ByteReader, allowed: UInt8) throws(DecodeError) -> UInt8 {
         let flags = try r.u8("flags")
         guard flags & ~allowed == 0 else { throw .invalid(field: "flags") }

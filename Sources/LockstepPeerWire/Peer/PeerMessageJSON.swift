@@ -13,7 +13,8 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case type, exchange, echo, t1, t2, t3, t4, name
+        case type, exchange, echo, t1, t2, t3, t4, name, result
+        case followUp = "follow_up"
         case wantsReply = "wants_reply"
         case wantsAck = "wants_ack"
         case operation, record, id, digest, participants, participant, report, epoch, key, entries, removed, ephemeral, offer, fingerprint, after, more, addresses
@@ -34,6 +35,14 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             message = .clockResult(
                 exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .echo), t1: try c.decode(PeerTime.self, forKey: .t1),
                 t4: try c.decode(PeerTime.self, forKey: .t4))
+        case "interleaved_request":
+            message = .interleavedRequest(
+                exchange: try c.decode(UInt32.self, forKey: .exchange), t1: try c.decode(PeerTime.self, forKey: .t1),
+                result: try c.decodeIfPresent(ExchangeResult.self, forKey: .result))
+        case "interleaved_reply":
+            message = .interleavedReply(
+                exchange: try c.decode(UInt32.self, forKey: .exchange), echo: try c.decode(Int64.self, forKey: .t1), t2: try c.decode(PeerTime.self, forKey: .t2),
+                t3: try c.decode(PeerTime.self, forKey: .t3), followUp: try c.decodeIfPresent(ClockFollowUp.self, forKey: .followUp))
         case "hello":
             message = .hello(name: try c.decode(String.self, forKey: .name), wantsReply: try c.decode(Bool.self, forKey: .wantsReply))
         case "goodbye":
@@ -106,6 +115,16 @@ public struct PeerMessageJSON: Codable, Equatable, Sendable {
             try c.encode(echo, forKey: .echo)
             try c.encode(t1, forKey: .t1)
             try c.encode(t4, forKey: .t4)
+        case .interleavedRequest(let exchange, let t1, let result):
+            try c.encode(exchange, forKey: .exchange)
+            try c.encode(t1, forKey: .t1)
+            try c.encodeIfPresent(result, forKey: .result)
+        case .interleavedReply(let exchange, let echo, let t2, let t3, let followUp):
+            try c.encode(exchange, forKey: .exchange)
+            try c.encode(echo, forKey: .t1)
+            try c.encode(t2, forKey: .t2)
+            try c.encode(t3, forKey: .t3)
+            try c.encodeIfPresent(followUp, forKey: .followUp)
         case .hello(let name, let wantsReply):
             try c.encode(name, forKey: .name)
             try c.encode(wantsReply, forKey: .wantsReply)

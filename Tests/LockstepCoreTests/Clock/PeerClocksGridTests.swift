@@ -20,7 +20,7 @@ struct PeerClocksGridTests {
     }
 
     static func requested(_ directives: [PeerClocks.Directive]) -> Set<Endpoint> {
-        Set(directives.compactMap { if case .sendRequest(_, let to) = $0 { to } else { nil } })
+        Set(directives.compactMap { if case .sendRequest(_, let to, _) = $0 { to } else { nil } })
     }
 
     @Test("with devices 1–4 node 3 measures 4 (its row) and 1 (its column), asks and reports only to them")

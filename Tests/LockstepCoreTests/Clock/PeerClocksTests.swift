@@ -18,7 +18,7 @@ struct PeerClocksTests {
         var c = PeerClocks(me: me, configuration: configuration)
         c.onPeerReachable(bob, now: t0)
         for peer in alsoReachable { c.onPeerReachable(peer, now: t0) }
-        guard case .sendRequest(let exchange, let to)? = c.onTick(now: t0, routes: routes).first else { return (c, 0) }
+        guard case .sendRequest(let exchange, let to, _)? = c.onTick(now: t0, routes: routes).first else { return (c, 0) }
         precondition(to == bobPath)
         c.onRequestSent(exchange: exchange, to: bobPath, t1: t0)
         return (c, exchange)
@@ -182,7 +182,7 @@ struct PeerClocksTests {
         let joined = Self.t0 + .milliseconds(500)
         c.onPeerReachable(Self.carol, now: joined)
         let asked = c.onTick(now: joined, routes: routes).compactMap { d -> UInt32? in
-            if case .sendRequest(let e, Self.otherPath) = d { return e }
+            if case .sendRequest(let e, Self.otherPath, _) = d { return e }
             return nil
         }
         let carolExchange = try #require(asked.first)
@@ -215,7 +215,7 @@ struct PeerClocksTests {
                         t3: PeerTime(ns: last.ns + 30_000), receivedAt: last + .microseconds(50), source: Self.bobPath, now: t)
                 }
                 for d in c.onTick(now: t, routes: Self.routes) {
-                    if case .sendRequest(let e, let to) = d, to == Self.bobPath {
+                    if case .sendRequest(let e, let to, _) = d, to == Self.bobPath {
                         exchange = e
                         c.onRequestSent(exchange: e, to: Self.bobPath, t1: t)
                         sent.append(t)

@@ -31,7 +31,7 @@ struct HostileInputTests {
         mutating func measure(peerOffset: Int64 = 0) {
             _ = step(.hello(name: "m", wantsReply: false))
             for d in node.onTick(now: now) {
-                guard case .sendClockRequest(let exchange, _) = d, exchange != 0 else { continue }
+                guard case .sendClockRequest(let exchange, _, _) = d, exchange != 0 else { continue }
                 node.onClockRequestSent(exchange: exchange, to: HostileInputTests.source, t1: now)
                 let t2 = PeerTime(ns: now.ns + 50_000 + peerOffset)
                 let t4 = now + .microseconds(100)
@@ -127,7 +127,7 @@ struct HostileInputTests {
         _ = v.step(.hello(name: "m", wantsReply: false))
         for i in 0..<6 {
             for d in v.node.onTick(now: v.now) {
-                guard case .sendClockRequest(let exchange, _) = d, exchange != 0 else { continue }
+                guard case .sendClockRequest(let exchange, _, _) = d, exchange != 0 else { continue }
                 v.node.onClockRequestSent(exchange: exchange, to: Self.source, t1: v.now)
                 let t4 = v.now + .microseconds(100)
                 let echo = i == 0 ? v.now.ns : t4.ns - ((1 << 61) - 2_000_000_000)
@@ -147,7 +147,7 @@ struct HostileInputTests {
         var v = Victim()
         _ = v.step(.hello(name: "m", wantsReply: false))
         for d in v.node.onTick(now: v.now) {
-            guard case .sendClockRequest(let exchange, _) = d, exchange != 0 else { continue }
+            guard case .sendClockRequest(let exchange, _, _) = d, exchange != 0 else { continue }
             v.node.onClockRequestSent(exchange: exchange, to: Self.source, t1: v.now)
             let t4 = v.now + .microseconds(100)
             _ = v.node.onMessage(

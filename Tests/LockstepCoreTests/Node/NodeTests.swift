@@ -31,7 +31,7 @@ struct NodeTests {
         // Its hello arrived with the datagram that made it reachable: no need to ask for it.
         #expect(!e.contains(.send(.hello(name: "den", wantsReply: true), to: Self.path)))
         let tick = m.onTick(now: Self.t0 + .milliseconds(1))
-        #expect(tick.contains { if case .sendClockRequest(let x, Self.path) = $0 { x != 0 } else { false } })
+        #expect(tick.contains { if case .sendClockRequest(let x, Self.path, _) = $0 { x != 0 } else { false } })
     }
 
     @Test("a datagram handled 5 s after it arrived (the agent fell behind) makes its sender reachable for lostAfter from then, not lost at the next tick")
@@ -109,7 +109,7 @@ struct NodeTests {
         // Only meeting bob: greetings, and a challenge of his address (he is owed the others').
         #expect(!d.contains { d in
             switch d {
-            case .send, .membership, .sendClockRequest(exchange: 0, _): false
+            case .send, .membership, .sendClockRequest(exchange: 0, _, _): false
             default: true
             }
         })

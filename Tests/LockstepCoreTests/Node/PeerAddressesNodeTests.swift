@@ -33,7 +33,7 @@ struct PeerAddressesNodeTests {
         var (n, met) = Self.nodeMeetingBob()
         #expect(Self.told(met) == nil, "held until bob's address is validated: the shell would hold a large message back")
         let tick = n.onTick(now: Self.t0 + .milliseconds(1))
-        guard let exchange = tick.lazy.compactMap({ d -> UInt32? in if case .sendClockRequest(let x, Self.bobPath) = d, x != 0 { x } else { nil } }).first else {
+        guard let exchange = tick.lazy.compactMap({ d -> UInt32? in if case .sendClockRequest(let x, Self.bobPath, _) = d, x != 0 { x } else { nil } }).first else {
             Issue.record("no clock request to bob")
             return
         }

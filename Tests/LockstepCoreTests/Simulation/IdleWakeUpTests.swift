@@ -25,7 +25,7 @@ struct IdleWakeUpTests {
         sim.hosts.map { host in
             var instants = Set<Int64>(), requests = 0
             for entry in host.log where entry.time >= from {
-                guard case .sendClockRequest(let exchange, _) = entry.directive, exchange != 0 else { continue }
+                guard case .sendClockRequest(let exchange, _, _) = entry.directive, exchange != 0 else { continue }
                 instants.insert(entry.time)
                 requests += 1
             }
@@ -66,7 +66,7 @@ struct IdleWakeUpTests {
         var c = PeerClocks(me: PeerClocksTests.me)
         let t0 = PeerClocksTests.t0, routes = PeerClocksTests.routes, bob = PeerClocksTests.bob, path = PeerClocksTests.bobPath
         c.onPeerReachable(bob, now: t0)
-        guard case .sendRequest(let exchange, _)? = c.onTick(now: t0, routes: routes).first else {
+        guard case .sendRequest(let exchange, _, _)? = c.onTick(now: t0, routes: routes).first else {
             Issue.record("no request to bob")
             return
         }

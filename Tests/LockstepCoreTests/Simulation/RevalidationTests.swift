@@ -36,7 +36,7 @@ struct RevalidationTests {
         // once per half lifetime: about 3 per ordered pair over the run; a probe at every look
         // (every twentieth of a lifetime) would be about 30.
         let probes = sim.hosts.map { h in h.log.count { e in
-            guard e.time > validFor * s / 4, case .sendClockRequest(0, _) = e.directive else { return false }
+            guard e.time > validFor * s / 4, case .sendClockRequest(0, _, _) = e.directive else { return false }
             return true
         } }
         let perPair = Double(probes.reduce(0, +)) / Double(n * (n - 1))

@@ -15,7 +15,7 @@ struct SparseMeshTests {
         for entry in sim.hosts[i].log where entry.time >= from {
             let to: Endpoint
             switch entry.directive {
-            case .sendClockRequest(let ex, let e) where ex != 0 && !reports: to = e
+            case .sendClockRequest(let ex, let e, _) where ex != 0 && !reports: to = e
             case .send(.clockReport, let e) where reports: to = e
             default: continue
             }
