@@ -158,6 +158,12 @@ public struct Membership: Sendable {
     /// What DNS-SD showed of strangers that gave way to newcomers, oldest first (see
     /// ``StrangerBudget``): given back to the peer when it reappears.
     private var evicted: [EvictedSightings] = []
+    /// Each peer's next deadline (``deadline(of:now:indirect:)``) as ``nextWakeup(now:)`` last
+    /// worked it out; not for the peers in ``stale``.
+    private var deadlines: [PeerID: LocalTime] = [:]
+    /// Peers changed (stored, removed, moved in or out of ``indirect``) since their deadline was
+    /// last worked out.
+    private var stale: Set<PeerID> = []
 
     struct EvictedSightings: Sendable {
         var peer: PeerID
@@ -189,7 +195,7 @@ public struct Membership: Sendable {
             // Seen again by DNS-SD: probe it (it becomes reachable once it answers).
             for i in p.paths.indices { p.paths[i].lastProbed = nil }
         }
-        peers[peer] = p
+        store(p)
         return events
     }
 
@@ -212,7 +218,7 @@ public struct Membership: Sendable {
             for i in p.paths.indices { p.paths[i].lastProbed = nil }
             if p.state != .reachable { transition(&p, to: .lost, now: now, events: &events) }
         }
-        peers[id] = p
+        store(p)
         return events
     }
 
@@ -233,7 +239,7 @@ public struct Membership: Sendable {
         guard let i = p.paths.firstIndex(where: { $0.endpoint == endpoint }) else { return (events, nil) }
         p.paths[i].lastProbed = now
         if p.state == .discovered || p.state == .lost { transition(&p, to: .resolved, now: now, events: &events) }
-        peers[peer] = p
+        store(p)
         return (events, endpoint)
     }
 
@@ -288,7 +294,7 @@ public struct Membership: Sendable {
             p.helloDue = now
             p.hellosAsked = 0
         }
-        peers[peer] = p
+        store(p)
         return events
     }
 
@@ -300,7 +306,7 @@ public struct Membership: Sendable {
         guard var p = peers[peer], p.state == .reachable else { return false }
         guard p.helloDue != nil else { return true }
         p.helloDue = now
-        peers[peer] = p
+        store(p)
         return false
     }
 
@@ -313,6 +319,7 @@ public struct Membership: Sendable {
     /// that do (``onVouched(_:incarnation:now:)``), within ``Configuration/vouchedLostAfter``,
     /// and their other paths are not probed.
     public mutating func onIndirect(_ peers: Set<PeerID>) {
+        stale.formUnion(indirect.symmetricDifference(peers))
         indirect = peers
     }
 
@@ -322,7 +329,7 @@ public struct Membership: Sendable {
     public mutating func onVouched(_ peer: PeerID, incarnation: UInt64, now: LocalTime) {
         guard var p = peers[peer], p.state == .reachable, p.incarnation == incarnation else { return }
         p.lastVouched = max(p.lastVouched ?? now, now)
-        peers[peer] = p
+        store(p)
     }
 
     /// When a reachable `p` is lost unless heard (or vouched for) again; `isIndirect`: `p` is in
@@ -337,7 +344,7 @@ public struct Membership: Sendable {
     public mutating func onHello(_ peer: PeerID, name: String) -> [Event] {
         guard var p = peers[peer] else { return [] }
         p.helloDue = nil
-        defer { peers[peer] = p }
+        defer { store(p) }
         guard !name.isEmpty, p.name != name else { return [] }
         p.name = name
         return [.renamed(peer, name: name)]
@@ -348,7 +355,7 @@ public struct Membership: Sendable {
         guard var p = peers[peer], p.state != .lost else { return [] }
         var events: [Event] = []
         transition(&p, to: .lost, now: now, events: &events)
-        peers[peer] = p
+        store(p)
         return events
     }
 
@@ -379,7 +386,7 @@ public struct Membership: Sendable {
                 }
                 if let w = p.withdrawnDeadline, now >= w { p.withdrawnDeadline = nil }
             }
-            peers[id] = p
+            store(p)
         }
         return events
     }
@@ -399,7 +406,7 @@ public struct Membership: Sendable {
                 if p.paths[i].lastHeard != nil { p.paths[i].lastHeard = now }
                 p.paths[i].lastProbed = nil
             }
-            peers[id] = p
+            store(p)
         }
         for e in Array(unidentified.keys) { unidentified[e] = .some(nil) }
     }
@@ -423,7 +430,7 @@ public struct Membership: Sendable {
                     changed = true
                 }
             }
-            if changed { peers[id] = p }
+            if changed { store(p) }
         }
         for (endpoint, last) in unidentified where last.map({ now - $0 >= configuration.probeInterval }) ?? true {
             unidentified[endpoint] = .some(now)
@@ -443,12 +450,12 @@ public struct Membership: Sendable {
             guard var p = peers[id], let due = p.helloDue, due <= now else { continue }
             guard p.state == .reachable else {
                 p.helloDue = nil
-                peers[id] = p
+                store(p)
                 continue
             }
             p.helloDue = now + (p.hellosAsked == 0 ? configuration.firstHelloRetry : configuration.helloRetry)
             p.hellosAsked += 1
-            peers[id] = p
+            store(p)
             out.append(id)
         }
         return out
@@ -481,32 +488,61 @@ public struct Membership: Sendable {
     /// has something to do.
     public func nextDeadline(now: LocalTime) -> LocalTime {
         var next = LocalTime.distantFuture
-        for p in peers.values {
-            // Looked up once per peer: the node asks after every event, and at 64 peers hashing
-            // the id for each term was a seventh of this function's time (`scale-sim`).
-            let isIndirect = indirect.contains(p.id)
-            switch p.state {
-            case .reachable:
-                if let s = silentAt(p, indirect: isIndirect) { next = min(next, s) }
-                if let w = p.withdrawnDeadline { next = min(next, w) }
-                if let d = p.helloDue { next = min(next, d) }
-                // Alternates are probed once the preferred path is quiet, and may take over later.
-                if p.paths.count > 1, let heard = p.paths.first(where: { $0.endpoint == p.preferred })?.lastHeard {
-                    if heard + configuration.pathQuiet > now { next = min(next, heard + configuration.pathQuiet) }
-                    if heard + configuration.pathFailover > now { next = min(next, heard + configuration.pathFailover) }
-                }
-            case .lost:
-                next = min(next, p.since + configuration.forgetAfter)
-                if let w = p.withdrawnDeadline { next = min(next, w) }
-            case .discovered, .resolved:
-                if Self.onlyIntroduced(p) { next = min(next, p.since + configuration.strangers.introducedProbesFor) }
-            }
-            for path in p.paths {
-                if let interval = probeInterval(p, path, now: now, indirect: isIndirect) { next = min(next, (path.lastProbed ?? now) + interval) }
-            }
+        // (Each peer looked up once in `indirect`: at 64 peers hashing the id for each term was a
+        // seventh of this function's time in `scale-sim`.)
+        for p in peers.values { next = min(next, deadline(of: p, now: now, indirect: indirect.contains(p.id))) }
+        return max(unidentifiedDeadline(now: now, next), now)
+    }
+
+    /// ``nextDeadline(now:)`` or a little earlier (a tick then finds nothing due, and stores
+    /// every peer: the next call is exact), with each peer's part worked out only after the peer
+    /// changed. What the node's timer asks after every event: at 64 peers working out every
+    /// peer's silence, hellos, paths and probes each time was 8 % of an idle agent's event loop
+    /// (docs/scale.md, twenty-eighth step), and nearly every datagram changes one peer.
+    ///
+    /// Never later than ``nextDeadline(now:)``: a peer's part, unchanged, only comes later as
+    /// time passes (its terms are fixed times, thresholds that drop out once past, and probes
+    /// whose interval grows with a stranger's age or shrinks only at a threshold that is itself
+    /// a term).
+    public mutating func nextWakeup(now: LocalTime) -> LocalTime {
+        for id in stale {
+            if let p = peers[id] { deadlines[id] = deadline(of: p, now: now, indirect: indirect.contains(id)) } else { deadlines[id] = nil }
         }
+        stale.removeAll(keepingCapacity: true)
+        return max(unidentifiedDeadline(now: now, deadlines.values.min() ?? .distantFuture), now)
+    }
+
+    /// The earlier of `next` and the next probe of a static endpoint whose peer is not known yet.
+    private func unidentifiedDeadline(now: LocalTime, _ next: LocalTime) -> LocalTime {
+        var next = next
         for last in unidentified.values { next = min(next, (last ?? now) + configuration.probeInterval) }
-        return max(next, now)
+        return next
+    }
+
+    /// When `p` next has something due (its silence, withdrawal, hello, a path's quiet or
+    /// failover, a probe, being forgotten); `isIndirect`: `p` is in ``indirect``.
+    private func deadline(of p: Peer, now: LocalTime, indirect isIndirect: Bool) -> LocalTime {
+        var next = LocalTime.distantFuture
+        switch p.state {
+        case .reachable:
+            if let s = silentAt(p, indirect: isIndirect) { next = min(next, s) }
+            if let w = p.withdrawnDeadline { next = min(next, w) }
+            if let d = p.helloDue { next = min(next, d) }
+            // Alternates are probed once the preferred path is quiet, and may take over later.
+            if p.paths.count > 1, let heard = p.paths.first(where: { $0.endpoint == p.preferred })?.lastHeard {
+                if heard + configuration.pathQuiet > now { next = min(next, heard + configuration.pathQuiet) }
+                if heard + configuration.pathFailover > now { next = min(next, heard + configuration.pathFailover) }
+            }
+        case .lost:
+            next = min(next, p.since + configuration.forgetAfter)
+            if let w = p.withdrawnDeadline { next = min(next, w) }
+        case .discovered, .resolved:
+            if Self.onlyIntroduced(p) { next = min(next, p.since + configuration.strangers.introducedProbesFor) }
+        }
+        for path in p.paths {
+            if let interval = probeInterval(p, path, now: now, indirect: isIndirect) { next = min(next, (path.lastProbed ?? now) + interval) }
+        }
+        return next
     }
 
     /// Every reachable peer's route, for ``PeerClocks``.
@@ -535,6 +571,14 @@ public struct Membership: Sendable {
     private mutating func remove(_ id: PeerID) {
         reachabilityTouched = true
         peers[id] = nil
+        stale.insert(id)
+    }
+
+    /// Every change of a peer's record goes through here (or ``remove(_:)``): its deadline is
+    /// then worked out again.
+    private mutating func store(_ p: Peer) {
+        peers[p.id] = p
+        stale.insert(p.id)
     }
 
     private mutating func refreshReachable() {

@@ -262,12 +262,14 @@ public struct Node: Sendable {
         )
     }
 
-    /// ``nextDeadline(now:)``, with the clocks' part read in place
-    /// (``PeerClocks/nextWakeup(now:isReachable:)``): what the shell's timer asks after every event.
+    /// ``nextDeadline(now:)`` or a little earlier (a tick then finds nothing due), with the
+    /// clocks' part read in place (``PeerClocks/nextWakeup(now:isReachable:)``) and membership's
+    /// worked out only for the peers that changed (``Membership/nextWakeup(now:)``): what the
+    /// shell's timer asks after every event.
     public mutating func nextWakeup(now: LocalTime) -> LocalTime {
         // Worked out before the call: as its argument the clocks' part would mutate the node
         // the call reads, and the node was copied whole for it.
-        let membershipNext = membership.nextDeadline(now: now)
+        let membershipNext = membership.nextWakeup(now: now)
         let reachable = membership.reachableSet
         let clocksNext = clocks.nextWakeup(now: now, isReachable: { reachable.contains($0) })
         return deadline(now: now, membership: membershipNext, clocks: clocksNext)

@@ -208,14 +208,49 @@ struct MembershipTests {
 
     @Test("a reachable peer's alternate path is next due at its probe while the preferred one is quiet, and not probed once the peer is reached through others")
     func alternateProbeDeadline() {
-        var m = make { $0.pathFailover = .milliseconds(2_500) }
-        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: at(0))
-        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
-        _ = m.onHello(alice, name: "alice")
+        var m = aliceWithAlternate()
         #expect(m.dueProbes(now: at(1_600 * ms)) == [v6ll])
         #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_100 * ms), "the alternate's next probe, before the failover at 2.5 s")
         m.onIndirect([alice])
         #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_500 * ms), "reached through others: no path probed")
+    }
+
+    @Test("the wake-up worked out only for the peers that changed follows every change, moving in or out of the set reached through others included, and is never later than the deadline")
+    func wakeupFollowsChanges() {
+        var m = aliceWithAlternate()
+        _ = m.onHeard(bob, incarnation: 1, from: Endpoint(host: "10.0.0.3", port: 4000)!, now: at(0))
+        _ = m.onHello(bob, name: "bob")
+        _ = m.dueProbes(now: at(1_600 * ms))
+        #expect(m.nextWakeup(now: at(1_600 * ms)) == at(2_100 * ms), "alice's alternate")
+        m.onIndirect([alice])
+        #expect(m.nextWakeup(now: at(1_600 * ms)) == at(2_500 * ms), "reached through others: her failover")
+        m.onIndirect([])
+        #expect(m.nextWakeup(now: at(1_600 * ms)) == at(2_100 * ms), "measured again")
+        // Alice heard on her preferred path: her part moves later; bob's silence at 3 s comes first.
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(1_700 * ms))
+        #expect(m.nextWakeup(now: at(1_700 * ms)) == at(3 * s))
+        // Bob says goodbye: lost, and probed every 500 ms on the path he used.
+        _ = m.onGoodbye(bob, now: at(1_800 * ms))
+        #expect(m.nextWakeup(now: at(1_800 * ms)) == at(2_300 * ms))
+        #expect(m.nextWakeup(now: at(1_800 * ms)) == m.nextDeadline(now: at(1_800 * ms)))
+        var now = at(1_800 * ms)
+        for _ in 0..<50 {
+            _ = m.onTick(now: now)
+            _ = m.dueProbes(now: now)
+            let wake = m.nextWakeup(now: now)
+            #expect(wake == m.nextDeadline(now: now), "after a tick every peer's part is worked out anew")
+            #expect(wake > now)
+            now = wake
+        }
+    }
+
+    /// Alice heard at 0 on IPv4, her IPv6 link-local path an alternate (failover after 2.5 s), named.
+    func aliceWithAlternate() -> Membership {
+        var m = make { $0.pathFailover = .milliseconds(2_500) }
+        _ = m.onSighting(alice, name: nil, sighting: eth0, endpoints: [v4, v6ll], now: at(0))
+        _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(0))
+        _ = m.onHello(alice, name: "alice")
+        return m
     }
 
     @Test("after probing, the next deadline is in the future in every state (no busy loop)")

@@ -65,15 +65,17 @@ struct GroupSimulationTests {
         #expect(sim.local(2) - idle > .seconds(25), "no refresh while no operation arrives")
     }
 
-    @Test("the wake-up the shells' timers use, its clocks read in place, is the node's deadline, through formation, commands, loss and a partition")
+    @Test("the wake-up the shells' timers use, its clocks read in place and membership's worked out for the peers that changed, is never later than the node's deadline and nearly always the deadline itself, through formation, commands, loss and a partition")
     func wakeupIsTheDeadline() {
         var sim = GroupSimulation(hosts: 12, seed: 7, network: .init(loss: 0.05, duplicate: 0.02))
-        var checked = 0
+        var checked = 0, earlier = 0
         func check(_ sim: GroupSimulation) {
             for i in sim.hosts.indices {
                 var node = sim.hosts[i].node
                 let now = sim.local(i)
-                #expect(node.nextWakeup(now: now) == node.nextDeadline(now: now), "host \(i)")
+                let wake = node.nextWakeup(now: now), deadline = node.nextDeadline(now: now)
+                #expect(wake <= deadline, "host \(i)")
+                if wake < deadline { earlier += 1 }
                 // The clocks' part alone too.
                 let reachable = node.membership.reachableSet
                 var clocks = node.clocks
@@ -91,6 +93,7 @@ struct GroupSimulationTests {
             check(sim)
         }
         #expect(checked == 400 * 12)
+        #expect(earlier * 100 <= checked, "\(earlier) of \(checked) wake-ups before the deadline")
     }
 
     @Test("a seek issued on one peer is applied on every peer at the same host instant, within the clock estimates' error")
