@@ -86,7 +86,7 @@ public struct PeerClocks: Sendable {
         /// Whether this node's requests to the peer go in interleaved form.
         var interleave = Interleave.untried
         /// Our half of the last exchange the peer answered in interleaved form, for our next
-        /// request (the peer has its own half: the exchange is a sample of its too).
+        /// request (the peer has its own half: the exchange is a sample of its own too).
         var owedResult: ExchangeResult?
         /// When our last reply in interleaved form to the peer really left, for our reply to
         /// its next request.
@@ -423,7 +423,6 @@ public struct PeerClocks: Sendable {
         interleaved: Bool = false, followUp: ClockFollowUp? = nil
     ) -> [Directive] {
         guard exchange != 0, links[peer] != nil else { return [] }
-        if interleaved { links[peer]?.interleave = .on }
         if let followUp, let ready = links[peer]?.stamps.onFollowUp(exchange: followUp.exchange, t1: followUp.echo, t3: followUp.t3) {
             ingest(ready, from: peer)
         }
@@ -445,6 +444,8 @@ public struct PeerClocks: Sendable {
         let sample = ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt)
         let ready: TransmitStamps.Ready?
         if interleaved {
+            // (Only an answer to our own request says the peer speaks the form.)
+            link.interleave = .on
             var stamped = link.stamps.stamped(exchange: exchange, sample: sample)
             stamped.interleaved = true
             // (A peer that has never sent a transmit time would find no reply to match it with.)
