@@ -259,10 +259,8 @@ public struct ClockNetwork {
 
         case .reply(let b, let a, let exchange, let echo, let t2, let t3, let form):
             let t4 = local(a, at: now)
-            var interleaved = false, followUp: ClockFollowUp?
-            if case .interleaved(let carried) = form { (interleaved, followUp) = (true, carried) }
             execute(a, hosts[a].clocks.onReply(
-                from: Self.id(b), exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: t4, source: hosts[b].endpoint, now: t4, interleaved: interleaved, followUp: followUp))
+                from: Self.id(b), exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: t4, source: hosts[b].endpoint, now: t4, form: form))
             rearm(a)
 
         case .followUp(let b, let a, let exchange, let echo, let t3):

@@ -414,16 +414,16 @@ public struct PeerClocks: Sendable {
 
     /// A reply from `peer` (authenticated, arrived from `source` at `receivedAt`, kernel time).
     ///
-    /// A reply in interleaved form (`interleaved`) carries, as `followUp`, when the peer's
-    /// previous reply in that form left: that completes the previous sample first. This one is
+    /// A reply in interleaved form (`form`) may carry when the peer's previous reply in that
+    /// form left: that completes the previous sample first. This one is
     /// held for the next reply's (or used with its own `t3` when none comes within two of the
     /// link's intervals), and our half of it goes with our next request.
     public mutating func onReply(
         from peer: PeerID, exchange: UInt32, echo: Int64, t2: PeerTime, t3: PeerTime, receivedAt: LocalTime, source: Endpoint, now: LocalTime,
-        interleaved: Bool = false, followUp: ClockFollowUp? = nil
+        form: ReplyForm = .plain
     ) -> [Directive] {
         guard exchange != 0, links[peer] != nil else { return [] }
-        if let followUp, let ready = links[peer]?.stamps.onFollowUp(exchange: followUp.exchange, t1: followUp.echo, t3: followUp.t3) {
+        if case .interleaved(let followUp?) = form, let ready = links[peer]?.stamps.onFollowUp(exchange: followUp.exchange, t1: followUp.echo, t3: followUp.t3) {
             ingest(ready, from: peer)
         }
         guard var link = links[peer] else { return takePending() }
@@ -443,7 +443,7 @@ public struct PeerClocks: Sendable {
         }
         let sample = ClockSample(t1: t1, t2: t2, t3: t3, t4: receivedAt)
         let ready: TransmitStamps.Ready?
-        if interleaved {
+        if case .interleaved = form {
             // (Only an answer to our own request says the peer speaks the form.)
             link.interleave = .on
             var stamped = link.stamps.stamped(exchange: exchange, sample: sample)

@@ -128,7 +128,7 @@ public struct Node: Sendable {
         case .interleavedReply(let exchange, let echo, let t2, let t3, let followUp):
             onEchoed(echo, from: sender, source: source, receivedAt: receivedAt, now: now, into: &out)
             out += run(clocks.onReply(
-                from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now, interleaved: true, followUp: followUp))
+                from: sender, exchange: exchange, echo: echo, t2: t2, t3: t3, receivedAt: receivedAt, source: source, now: now, form: .interleaved(followUp)))
         case .clockFollowUp(let exchange, let echo, let t3):
             out += run(clocks.onFollowUp(from: sender, exchange: exchange, echo: echo, t3: t3))
         case .clockResult(let exchange, let echo, let t1, let t4):

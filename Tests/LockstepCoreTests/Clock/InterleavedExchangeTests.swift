@@ -45,7 +45,7 @@ struct InterleavedExchangeTests {
         let arrival2 = t + 110 * us
         let d2 = c.onReply(
             from: T.bob, exchange: second.exchange, echo: t.ns, t2: Self.bob(t + 50 * us), t3: Self.bob(t + 60 * us), receivedAt: arrival2, source: T.bobPath,
-            now: arrival2, interleaved: true)
+            now: arrival2, form: .interleaved(nil))
         #expect(d2.isEmpty)
         let stampedBefore = c.links[T.bob]?.kernelStamped
         // Held for its transmit time: our half is owed, with the request's kernel transmit time.
@@ -56,8 +56,7 @@ struct InterleavedExchangeTests {
         let arrival3 = t3 + 110 * us
         let d3 = c.onReply(
             from: T.bob, exchange: third.exchange, echo: t3.ns, t2: Self.bob(t3 + 50 * us), t3: Self.bob(t3 + 60 * us), receivedAt: arrival3,
-            source: T.bobPath, now: arrival3, interleaved: true,
-            followUp: ClockFollowUp(exchange: second.exchange, echo: t.ns, t3: Self.bob(t + 62 * us)))
+            source: T.bobPath, now: arrival3, form: .interleaved(ClockFollowUp(exchange: second.exchange, echo: t.ns, t3: Self.bob(t + 62 * us))))
         #expect(!d3.contains { if case .sendResult = $0 { true } else { false } }, "no clock_result alone")
         #expect(c.links[T.bob]?.kernelStamped == (stampedBefore ?? 0) + 1, "both send times the kernel's")
         #expect(c.links[T.bob]?.lastKernelStamped == true)
