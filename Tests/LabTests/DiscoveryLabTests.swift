@@ -79,6 +79,50 @@ struct DiscoveryLabTests {
         #expect(warnings.first?.contains("avahi-daemon") == true)
     }
 
+    /// Every agent of `lab` lists every other as reachable, within `timeout` s; nil if not.
+    func allReachable(_ lab: Lab, hosts: Int, timeout: Double) async throws -> Double? {
+        try await waitUntil(timeout: timeout, interval: 0.05) {
+            for h in 1...hosts {
+                let s = try await states(lab, h)
+                if (1...hosts).filter({ $0 != h }).contains(where: { s["h\($0)"] != "reachable" }) { return false }
+            }
+            return true
+        }
+    }
+
+    @Test("agents started before the host has a D-Bus or avahi-daemon find each other within 5 s of avahi starting, and tried no connection meanwhile")
+    func avahiStartedAfterTheAgentsWithoutABus() async throws {
+        let lab = try Lab(hosts: 2, avahi: false, name: "nobus")
+        defer { lab.destroy() }
+        for h in 1...2 { try lab.startAgent(h, environment: ["LOCKSTEP_LOG_LEVEL": "debug"]) }
+        // Long enough for several of the loop's looks, and for a fixed 2 s retry to have tried 6 times.
+        try await Task.sleep(nanoseconds: 12_000_000_000)
+        for h in 1...2 { try lab.avahi(h, "start") }
+        let found = try await allReachable(lab, hosts: 2, timeout: 15)
+        #expect(found.map { $0 < 5 } == true, "found after \(found.map { String($0) } ?? "never") s")
+        let log = try String(contentsOfFile: lab.hostDirectory(1) + "/agent.log", encoding: .utf8)
+        let stillUnavailable = log.split(separator: "\n").filter { $0.contains("DNS-SD still unavailable") }
+        #expect(stillUnavailable.isEmpty, "no attempt while the bus was missing: \(stillUnavailable.count) failed")
+        print("avahi after the agents, no bus: found \(found ?? -1) s after avahi started")
+    }
+
+    @Test("agents started while the bus is up and avahi-daemon is not find each other within 5 s of avahi starting, though their attempts had backed off")
+    func avahiStartedAfterTheAgentsOnABus() async throws {
+        let lab = try Lab(hosts: 2, name: "noavahi")
+        defer { lab.destroy() }
+        for h in 1...2 { try lab.avahi(h, "stop") }
+        for h in 1...2 { try lab.startAgent(h, environment: ["LOCKSTEP_LOG_LEVEL": "debug"]) }
+        // Attempts at about 0, 2, 6 and 14 s; the next would be at 30 s.
+        try await Task.sleep(nanoseconds: 17_000_000_000)
+        let log = try String(contentsOfFile: lab.hostDirectory(1) + "/agent.log", encoding: .utf8)
+        let failed = log.split(separator: "\n").filter { $0.contains("DNS-SD still unavailable") }.count
+        #expect((2...4).contains(failed), "attempts back off: \(failed + 1) in 17 s, where every 2 s would be 9")
+        for h in 1...2 { try lab.avahi(h, "start") }
+        let found = try await allReachable(lab, hosts: 2, timeout: 20)
+        #expect(found.map { $0 < 5 } == true, "found after \(found.map { String($0) } ?? "never") s: a new daemon is tried at once")
+        print("avahi after the agents, on a bus: \(failed + 1) attempts in 17 s; found \(found ?? -1) s after avahi started")
+    }
+
     @Test("without any avahi-daemon, agents given only one member's address each reach every other: the member tells them where the rest are")
     func introducedPeersWithoutAvahi() async throws {
         let lab = try Lab(hosts: 5, avahi: false, name: "intro")

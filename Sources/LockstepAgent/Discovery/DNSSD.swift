@@ -90,7 +90,10 @@ public enum DiscoveryEvent: Sendable, Hashable {
 /// is emitted once with a one-line reason such as
 /// `avahi-daemon is not running (DNSServiceRegister: kDNSServiceErr_Unknown)` or
 /// `no D-Bus system bus (/run/dbus/system_bus_socket missing) (DNSServiceRegister: kDNSServiceErr_Unknown)`,
-/// and connecting is retried every `retryInterval` (2 s) as a `poll()` timeout. When the
+/// and connecting is retried as a `poll()` timeout: first after `retryInterval` (2 s), then
+/// after twice the last wait each time, up to 30 s, and at once when avahi's pid file names a
+/// daemon not seen before (the loop looks every `retryInterval`); never while the system bus's
+/// socket file is missing (``DNSSDRetry``). When the
 /// daemon dies or restarts under us (a callback reports the client failed, or
 /// `DNSServiceProcessResult` fails), every ref is deallocated, `daemonUnavailable` is emitted,
 /// and the same retry follows; on success ``DiscoveryEvent/daemonAvailable`` is emitted, the
@@ -130,7 +133,8 @@ public final class DNSSDDiscovery: Sendable {
     ///     a slower one halves them. With many devices starting together the daemons saturate,
     ///     and each ref opened early delays the answers of the others (docs/scale.md,
     ///     eighteenth step); an idle daemon answers in milliseconds and soon gets every slot.
-    ///   - retryInterval: the wait between attempts to reach avahi.
+    ///   - retryInterval: the first wait between attempts to reach avahi (later ones double, up
+    ///     to 30 s).
     ///   - clock: the time the loop's retries and coalescing are measured on.
     private let clock: any HostClock
 

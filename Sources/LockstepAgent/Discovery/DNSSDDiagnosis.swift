@@ -11,23 +11,36 @@ enum DNSSDDiagnosis {
     /// A one-line reason for a failed connection.
     static func diagnose(operation: String, error: DNSSDError) -> String {
         let detail = "(\(operation): \(error))"
-        let bus = systemBusSocketPath()
-        if access(bus, F_OK) != 0 { return "no D-Bus system bus (\(bus) missing) \(detail)" }
+        if let bus = systemBusSocket(), access(bus, F_OK) != 0 { return "no D-Bus system bus (\(bus) missing) \(detail)" }
         guard let pid = avahiPID() else { return "avahi-daemon is not running \(detail)" }
         return "avahi-daemon (pid \(pid)) is not answering on D-Bus \(detail)"
     }
 
-    private static func systemBusSocketPath() -> String {
-        if let value = getenv("DBUS_SYSTEM_BUS_ADDRESS").map({ String(cString: $0) }),
-            let range = value.firstRange(of: "unix:path=")
-        {
-            return String(value[range.upperBound...].prefix { $0 != "," && $0 != ";" })
+    /// True when the system bus is a socket file (the default, or `unix:path=` in
+    /// `DBUS_SYSTEM_BUS_ADDRESS`) that does not exist: avahi cannot be reached, and an attempt
+    /// would only start the compat library's thread and fail.
+    static var systemBusMissing: Bool {
+        systemBusSocket().map { access($0, F_OK) != 0 } ?? false
+    }
+
+    /// The system bus's socket file for `address` (the value of `DBUS_SYSTEM_BUS_ADDRESS`, nil
+    /// when unset: D-Bus's default path); nil for an address of another kind (an abstract
+    /// socket, TCP), which has no file to look for, and for a path with escapes.
+    static func systemBusSocket(address: String? = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }) -> String? {
+        guard let address else { return "/run/dbus/system_bus_socket" }
+        // The first address D-Bus would try; keys after the transport are comma-separated.
+        let first = address.prefix { $0 != ";" }
+        guard first.hasPrefix("unix:") else { return nil }
+        for pair in first.dropFirst("unix:".count).split(separator: ",") where pair.hasPrefix("path=") {
+            let path = pair.dropFirst("path=".count)
+            // An escaped value (`%2f`…) is not looked for rather than unescaped wrongly.
+            return path.isEmpty || path.contains("%") ? nil : String(path)
         }
-        return "/run/dbus/system_bus_socket"
+        return nil
     }
 
     /// The PID in avahi's pid file if that process exists.
-    private static func avahiPID() -> Int32? {
+    static func avahiPID() -> Int32? {
         let fd = open("/run/avahi-daemon/pid", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

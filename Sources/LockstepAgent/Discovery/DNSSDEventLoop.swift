@@ -29,7 +29,11 @@ final class DNSSDEventLoop {
         var initialServices: Int
         /// Opening a ref that takes longer counts as slow.
         var slowRef: Duration
+        /// The wait before the first attempt after a loss or a failed start; later waits
+        /// double, up to ``longestRetry`` (``DNSSDRetry``).
         var retryInterval: Duration
+        /// The longest wait between two attempts while avahi cannot be reached.
+        var longestRetry: Duration = .seconds(30)
         /// How long changes are collected before `serviceUpdated` events go out.
         var coalescing: Duration = .milliseconds(50)
     }
@@ -51,6 +55,7 @@ final class DNSSDEventLoop {
     private var availability = Availability.unknown
     /// Monotonic nanoseconds of the next connection attempt, while not connected.
     private var retryAt: Int64?
+    private var retry: DNSSDRetry
     /// Monotonic nanoseconds at which collected changes are emitted.
     private var flushAt: Int64?
     /// Set by a callback that saw the connection fail; acted on after the callback returns.
@@ -74,6 +79,9 @@ final class DNSSDEventLoop {
         self.continuation = continuation
         self.logger = logger
         self.tracker = DNSSDTracker(maxServices: configuration.maxServices, initialLimit: configuration.initialServices)
+        // At least a millisecond: a zero wait would be a busy loop.
+        let first = max(1_000_000, Self.nanoseconds(configuration.retryInterval))
+        self.retry = DNSSDRetry(first: first, longest: max(first, Self.nanoseconds(configuration.longestRetry)))
         _ = tracker.onOwnTXT(TXTRecord.decode(txt))
     }
 
@@ -130,7 +138,13 @@ final class DNSSDEventLoop {
                 rotateAt = now + Self.rotation
             }
             if !stopping, availability != .available, let retryAt, now >= retryAt {
-                connect()
+                // Cheap looks first: an attempt costs the compat library a thread and a D-Bus
+                // connection (``DNSSDRetry``).
+                if retry.shouldAttempt(at: now, busMissing: DNSSDDiagnosis.systemBusMissing, daemon: DNSSDDiagnosis.avahiPID()) {
+                    connect()
+                } else {
+                    self.retryAt = retry.nextLook(after: now)
+                }
             }
         }
         tearDown()
@@ -219,6 +233,7 @@ final class DNSSDEventLoop {
             return
         }
         availability = .available
+        retry.connected()
         logger.info("DNS-SD available", metadata: ["dnssd.type": "\(configuration.serviceType)"])
         continuation.yield(.daemonAvailable)
     }
@@ -236,14 +251,16 @@ final class DNSSDEventLoop {
     }
 
     private func unavailable(reason: String) {
-        retryAt = clock.now() + Self.nanoseconds(configuration.retryInterval)
+        let now = clock.now()
+        retry.failed(at: now, daemon: DNSSDDiagnosis.avahiPID())
+        retryAt = retry.nextLook(after: now)
+        let retryIn = "\(Double(retry.wait(afterFailures: retry.failures)) / 1e9) s, sooner once avahi-daemon starts"
         if availability == .unavailable {
-            logger.debug("DNS-SD still unavailable", metadata: ["dnssd.reason": "\(reason)"])
+            logger.debug("DNS-SD still unavailable", metadata: ["dnssd.reason": "\(reason)", "dnssd.retry": "\(retryIn)"])
             return
         }
         availability = .unavailable
-        logger.warning(
-            "DNS-SD unavailable, will retry", metadata: ["dnssd.reason": "\(reason)", "dnssd.retry": "\(configuration.retryInterval)"])
+        logger.warning("DNS-SD unavailable, will retry", metadata: ["dnssd.reason": "\(reason)", "dnssd.retry": "\(retryIn)"])
         continuation.yield(.daemonUnavailable(reason: reason))
     }
 
