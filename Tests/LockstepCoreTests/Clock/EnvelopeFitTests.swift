@@ -132,12 +132,25 @@ struct EnvelopeFitTests {
 
     @Test("the scale is the third-smallest residual, or the largest of fewer, negatives counting as 0")
     func scale() {
-        var residuals = ContiguousArray<Double>()
-        residuals.reserveCapacity(8)
         let s = ContiguousArray((0..<6).map { Entry(local: Int64($0), out: [9, -2, 0, 4, 7, 3][$0], back: 0) })
-        #expect(EnvelopeFit.scale(s, residuals: &residuals) { Double($0.out) } == 3)
-        #expect(EnvelopeFit.scale(ContiguousArray(s.prefix(2)), residuals: &residuals) { Double($0.out) } == 9)
-        #expect(EnvelopeFit.scale([], residuals: &residuals) { Double($0.out) } == 0)
+        #expect(EnvelopeFit.scale(s) { Double($0.out) } == 3)
+        #expect(EnvelopeFit.scale(ContiguousArray(s.prefix(2))) { Double($0.out) } == 9)
+        #expect(EnvelopeFit.scale(ContiguousArray(s.prefix(1))) { Double($0.out) } == 9)
+        #expect(EnvelopeFit.scale([]) { Double($0.out) } == 0)
+    }
+
+    @Test("the scale is what sorting the residuals gives, ties and repeats included")
+    func scaleMatchesSorting() {
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<500 {
+            let n = Int(rng.next() % 12)
+            // Few distinct values, so that ties are common.
+            let outs = (0..<n).map { _ in Int64(rng.next() % 7) - 2 }
+            let s = ContiguousArray(outs.enumerated().map { Entry(local: Int64($0.offset), out: $0.element, back: 0) })
+            let sorted = outs.map { max(0, Double($0)) }.sorted()
+            let expected = sorted.isEmpty ? 0 : sorted[min(3, sorted.count) - 1]
+            #expect(EnvelopeFit.scale(s) { Double($0.out) } == expected, "residuals \(outs)")
+        }
     }
 
     @Test("least squares: the offsets' line over the faster half, nil with fewer than 8 samples")
