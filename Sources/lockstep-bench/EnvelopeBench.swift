@@ -1,5 +1,6 @@
 import ArgumentParser
 import LockstepCore
+import LockstepLab
 import LockstepPeerWire
 import LockstepPlayerProtocol
 
@@ -55,19 +56,17 @@ struct EnvelopeBench: ParsableCommand {
                 if ok { opened += 1 }
             }
             guard opened == datagrams else { throw ValidationError("only \(opened) of \(datagrams) datagrams opened") }
-            sealCosts.sort()
-            openCosts.sort()
-            func p(_ costs: [Double], _ q: Int) -> Double { costs[min(costs.count - 1, costs.count * q / 100)] }
+            let sealing = Stats(sealCosts), opening = Stats(openCosts)
             let bytes = sealed[0].count
             rows.append([
                 "_order": order, "message bytes": String(size), "datagram bytes": String(bytes),
-                "seal p50 us": fmt(p(sealCosts, 50), 2), "seal p99 us": fmt(p(sealCosts, 99), 2),
-                "open p50 us": fmt(p(openCosts, 50), 2), "open p99 us": fmt(p(openCosts, 99), 2),
+                "seal p50 us": fmt(sealing.median, 2), "seal p99 us": fmt(sealing.percentile(99), 2),
+                "open p50 us": fmt(opening.median, 2), "open p99 us": fmt(opening.percentile(99), 2),
             ])
-            report.figures["message_\(size)_seal_p50_us"] = p(sealCosts, 50)
-            report.figures["message_\(size)_seal_p99_us"] = p(sealCosts, 99)
-            report.figures["message_\(size)_open_p50_us"] = p(openCosts, 50)
-            report.figures["message_\(size)_open_p99_us"] = p(openCosts, 99)
+            report.figures["message_\(size)_seal_p50_us"] = sealing.median
+            report.figures["message_\(size)_seal_p99_us"] = sealing.percentile(99)
+            report.figures["message_\(size)_open_p50_us"] = opening.median
+            report.figures["message_\(size)_open_p99_us"] = opening.percentile(99)
         }
         report.tables["cost per datagram (one thread, release build)"] = rows
         report.notes.append("opened in the order sealed, from one sender, so every open passes the replay window; a datagram's bytes include the 36-byte header and 16-byte tag")

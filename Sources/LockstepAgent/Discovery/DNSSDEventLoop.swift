@@ -252,9 +252,9 @@ final class DNSSDEventLoop {
 
     private func unavailable(reason: String) {
         let now = clock.now()
-        retry.failed(at: now, daemon: DNSSDDiagnosis.avahiPID())
+        let wait = retry.failed(at: now, daemon: DNSSDDiagnosis.avahiPID())
         retryAt = retry.nextLook(after: now)
-        let retryIn = "\(Double(retry.wait(afterFailures: retry.failures)) / 1e9) s, sooner once avahi-daemon starts"
+        let retryIn = "\(Double(wait) / 1e9) s, sooner once avahi-daemon starts"
         if availability == .unavailable {
             logger.debug("DNS-SD still unavailable", metadata: ["dnssd.reason": "\(reason)", "dnssd.retry": "\(retryIn)"])
             return

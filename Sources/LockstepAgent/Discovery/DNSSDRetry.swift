@@ -18,7 +18,7 @@ struct DNSSDRetry: Sendable, Equatable {
     /// The longest wait between attempts (ns).
     let longest: Int64
     /// Attempts that failed since the last connection.
-    private(set) var failures = 0
+    private var failures = 0
     /// Not before this does the next attempt go without a new daemon.
     private(set) var nextAttempt: Int64 = .min
     /// avahi's pid when the last attempt failed: a daemon with another pid is worth an attempt.
@@ -41,14 +41,18 @@ struct DNSSDRetry: Sendable, Equatable {
         return min(wait, longest)
     }
 
-    /// An attempt failed at `now`, while avahi's pid file named `daemon` (nil: none).
-    mutating func failed(at now: Int64, daemon: Int32?) {
+    /// An attempt failed at `now`, while avahi's pid file named `daemon` (nil: none). Returns
+    /// the wait until the next attempt that no new daemon brings forward.
+    @discardableResult
+    mutating func failed(at now: Int64, daemon: Int32?) -> Int64 {
         // A daemon not seen at the last failure may still be starting: the first wait, not a
         // long one. The same daemon failing again backs off as before.
         let newDaemon = daemon != nil && daemon != daemonAtFailure
         failures = newDaemon ? 1 : failures + 1
-        nextAttempt = now.addingSaturating(wait(afterFailures: failures))
+        let wait = wait(afterFailures: failures)
+        nextAttempt = now.addingSaturating(wait)
         daemonAtFailure = daemon
+        return wait
     }
 
     /// Connected: the next loss is retried after `first` again.
@@ -60,9 +64,10 @@ struct DNSSDRetry: Sendable, Equatable {
 
     /// Whether to attempt at `now`: never while the bus's socket file is missing (nothing could
     /// answer); at once for a daemon not seen at the last failure; otherwise once the wait is over.
-    func shouldAttempt(at now: Int64, busMissing: Bool, daemon: Int32?) -> Bool {
+    /// `daemon` (avahi's pid file, read from disk) is looked at only when the bus is there.
+    func shouldAttempt(at now: Int64, busMissing: Bool, daemon: @autoclosure () -> Int32?) -> Bool {
         if busMissing { return false }
-        if let daemon, daemon != daemonAtFailure { return true }
+        if let daemon = daemon(), daemon != daemonAtFailure { return true }
         return now >= nextAttempt
     }
 
