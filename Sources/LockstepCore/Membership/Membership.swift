@@ -20,7 +20,7 @@ public struct Membership: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Silent this long: lost.
         public var lostAfter: TimeSpan = .seconds(3)
-        /// A peer this node does not measure (see ``onIndirect(_:)``) is lost when neither heard
+        /// A peer this node does not measure (see ``onIndirect(_:now:)``) is lost when neither heard
         /// nor vouched for this long: two of the clock reports that vouch for it (every 3 s) may
         /// go missing.
         public var vouchedLostAfter: TimeSpan = .seconds(7)
@@ -96,6 +96,9 @@ public struct Membership: Sendable {
         /// When a peer that measures it last reported it, in its current incarnation (its
         /// liveness when this node does not measure it itself).
         public var lastVouched: LocalTime?
+        /// When this node began to measure it again after reaching it only through others
+        /// (it left ``Membership/indirect``): its silence counts from then at the earliest.
+        public var measuredSince: LocalTime?
         public var incarnation: UInt64?
         /// The highest incarnation heard in a datagram only the peer itself can seal (pairwise,
         /// or under a session): a member can put any incarnation on a group-key datagram.
@@ -318,7 +321,18 @@ public struct Membership: Sendable {
     /// Which peers this node does not exchange with regularly: their liveness comes from the peers
     /// that do (``onVouched(_:incarnation:now:)``), within ``Configuration/vouchedLostAfter``,
     /// and their other paths are not probed.
-    public mutating func onIndirect(_ peers: Set<PeerID>) {
+    ///
+    /// A reachable peer that leaves the set is given ``Configuration/lostAfter`` from `now` to
+    /// be heard on its new link: it was alive on others' word and seldom sent to, so its last
+    /// datagram may be older than that, and it would be lost at once (in a group forming, the
+    /// grid moves at every arrival: 3 such losses a device, in a simulation of 64 arriving,
+    /// each followed by the peer met again, its hello, records and digests).
+    public mutating func onIndirect(_ peers: Set<PeerID>, now: LocalTime) {
+        for id in indirect.subtracting(peers) {
+            guard var p = self.peers[id], p.state == .reachable else { continue }
+            p.measuredSince = now
+            store(p)
+        }
         stale.formUnion(indirect.symmetricDifference(peers))
         indirect = peers
     }
@@ -336,7 +350,7 @@ public struct Membership: Sendable {
     /// ``indirect`` (the caller looks it up once per peer).
     private func silentAt(_ p: Peer, indirect isIndirect: Bool) -> LocalTime? {
         guard let heard = p.lastHeard else { return nil }
-        guard isIndirect else { return heard + configuration.lostAfter }
+        guard isIndirect else { return max(heard, p.measuredSince ?? heard) + configuration.lostAfter }
         return max(heard, p.lastVouched ?? heard) + configuration.vouchedLostAfter
     }
 
@@ -399,6 +413,7 @@ public struct Membership: Sendable {
             p.since = now
             if p.lastHeard != nil { p.lastHeard = now }
             if p.lastVouched != nil { p.lastVouched = now }
+            if p.measuredSince != nil { p.measuredSince = now }
             if p.helloDue != nil { p.helloDue = now }
             p.withdrawnDeadline = p.withdrawnDeadline.map { _ in now + configuration.withdrawalGrace }
             p.withdrawnAt = p.withdrawnAt.map { _ in now }

@@ -460,15 +460,15 @@ public struct Node: Sendable {
                 break
             }
         }
-        if !events.isEmpty { syncIndirect() }
+        if !events.isEmpty { syncIndirect(now: now) }
         return out
     }
 
     /// Membership learns which peers the clock mesh reaches only in two hops: their liveness
     /// comes from the reports of the peers that measure them.
-    private mutating func syncIndirect() {
+    private mutating func syncIndirect(now: LocalTime) {
         let indirect = clocks.known.subtracting(clocks.measured)
-        if indirect != membership.indirect { membership.onIndirect(indirect) }
+        if indirect != membership.indirect { membership.onIndirect(indirect, now: now) }
     }
 
     /// The group's members for replication: every known peer's current incarnation (a peer

@@ -211,7 +211,7 @@ struct MembershipTests {
         var m = aliceWithAlternate()
         #expect(m.dueProbes(now: at(1_600 * ms)) == [v6ll])
         #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_100 * ms), "the alternate's next probe, before the failover at 2.5 s")
-        m.onIndirect([alice])
+        m.onIndirect([alice], now: at(0))
         #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_500 * ms), "reached through others: no path probed")
     }
 
@@ -222,9 +222,9 @@ struct MembershipTests {
         _ = m.onHello(bob, name: "bob")
         _ = m.dueProbes(now: at(1_600 * ms))
         #expect(m.nextWakeup(now: at(1_600 * ms)) == at(2_100 * ms), "alice's alternate")
-        m.onIndirect([alice])
+        m.onIndirect([alice], now: at(1_600 * ms))
         #expect(m.nextWakeup(now: at(1_600 * ms)) == at(2_500 * ms), "reached through others: her failover")
-        m.onIndirect([])
+        m.onIndirect([], now: at(1_600 * ms))
         #expect(m.nextWakeup(now: at(1_600 * ms)) == at(2_100 * ms), "measured again")
         // Alice heard on her preferred path: her part moves later; bob's silence at 3 s comes first.
         _ = m.onHeard(alice, incarnation: 1, from: v4, now: at(1_700 * ms))

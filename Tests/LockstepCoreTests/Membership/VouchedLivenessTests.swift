@@ -25,7 +25,7 @@ struct VouchedLivenessTests {
     @Test("an indirect peer vouched for every 3 s stays reachable, though never heard itself")
     func vouchedStaysReachable() {
         var m = reachableAlice()
-        m.onIndirect([alice])
+        m.onIndirect([alice], now: at(0))
         for t in stride(from: 2 * s, through: 60 * s, by: Int(3 * s)) {
             m.onVouched(alice, incarnation: 7, now: at(t))
             #expect(m.onTick(now: at(t + 2 * s)) == [])
@@ -36,7 +36,7 @@ struct VouchedLivenessTests {
     @Test("an indirect peer no one vouches for is lost after vouchedLostAfter, not before")
     func unvouchedIsLost() {
         var m = reachableAlice()
-        m.onIndirect([alice])
+        m.onIndirect([alice], now: at(0))
         m.onVouched(alice, incarnation: 7, now: at(2 * s))
         #expect(m.onTick(now: at(8 * s)) == [])
         #expect(m.nextDeadline(now: at(8 * s)) == at(9 * s))
@@ -50,10 +50,29 @@ struct VouchedLivenessTests {
         #expect(m.onTick(now: at(3 * s)) == [.stateChanged(alice, from: .reachable, to: .lost)])
     }
 
+    @Test("a peer measured again after others vouched for it has lostAfter from then to be heard on its new link, not from when it was last heard")
+    func measuredAgainGetsLostAfter() {
+        var m = reachableAlice()
+        m.onIndirect([alice], now: at(0))
+        m.onVouched(alice, incarnation: 7, now: at(5 * s))
+        // The grid moves at 6 s: alice, last heard at 0, is measured again.
+        m.onIndirect([], now: at(6 * s))
+        #expect(m.onTick(now: at(6 * s)) == [], "not lost at once")
+        #expect(m.onTick(now: at(8_900 * ms)) == [])
+        #expect(m.onTick(now: at(9 * s)) == [.stateChanged(alice, from: .reachable, to: .lost)])
+
+        var heard = reachableAlice()
+        heard.onIndirect([alice], now: at(0))
+        heard.onIndirect([], now: at(6 * s))
+        _ = heard.onHeard(alice, incarnation: 7, from: v4, now: at(7 * s))
+        #expect(heard.onTick(now: at(9_900 * ms)) == [], "heard on the new link: silent from then")
+        #expect(heard.onTick(now: at(10 * s)) == [.stateChanged(alice, from: .reachable, to: .lost)])
+    }
+
     @Test("a vouch for another incarnation, or for a lost peer, changes nothing")
     func wrongIncarnationOrLost() {
         var m = reachableAlice()
-        m.onIndirect([alice])
+        m.onIndirect([alice], now: at(0))
         m.onVouched(alice, incarnation: 6, now: at(5 * s))
         m.onVouched(alice, incarnation: 8, now: at(5 * s))
         #expect(m.onTick(now: at(7 * s)) == [.stateChanged(alice, from: .reachable, to: .lost)])
@@ -66,7 +85,7 @@ struct VouchedLivenessTests {
         var m = reachableAlice()
         #expect(m.dueProbes(now: at(3 * s / 2)) == [v6ll])
         var indirect = reachableAlice()
-        indirect.onIndirect([alice])
+        indirect.onIndirect([alice], now: at(0))
         #expect(indirect.dueProbes(now: at(3 * s / 2)).isEmpty)
         #expect(indirect.dueProbes(now: at(10 * s)).isEmpty)
     }
