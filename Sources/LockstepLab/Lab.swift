@@ -153,32 +153,37 @@ public final class Lab: @unchecked Sendable {
         try await everyAgentListsReachable(among: hosts, by: \.name) { "h\($0)" } != nil
     }
 
-    /// If every agent among `hosts` lists every other one as reachable, by peer id (`ids`: each
-    /// host's, from its `status`), when the last of those pairs became so; nil if one does not
-    /// yet. Unlike ``allReachable(among:)`` it does not wait for names: a peer is reachable once
-    /// its datagrams are, and its `hello` may come later. The instant is each agent's own record
-    /// (its peer's `state_age_ns`, taken from when the answer arrived, so never earlier than the
-    /// truth), not when a poll saw it: on a machine busy with a group forming, one look at every
-    /// agent takes a good part of a second.
-    public func allReachableSince(among hosts: [Int], ids: [Int: String]) async throws -> Date? {
-        try await everyAgentListsReachable(among: hosts, by: \.peerID) { ids[$0] }
-    }
-
     /// If every agent among `hosts` lists, as reachable, a peer whose `key` is `expected(h)` for
     /// every other host h (nil: not known, so not listed), the latest instant one of those became
-    /// reachable (see ``allReachableSince(among:ids:)``); otherwise nil.
+    /// reachable (see ``reachableInstants(among:ids:)``); otherwise nil.
     private func everyAgentListsReachable(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> Date? {
-        var latest = Date.distantPast
+        guard let instants = try await reachableInstants(among: hosts, by: key, expected) else { return nil }
+        return instants.values.flatMap(\.values).max() ?? .distantPast
+    }
+
+    /// If every agent among `hosts` lists every other one as reachable, by peer id (`ids`: each
+    /// host's, from its `status`), when each became so: `[h: [other: instant]]`; nil if one does
+    /// not yet. Unlike ``allReachable(among:)`` it does not wait for names: a peer is reachable
+    /// once its datagrams are, and its `hello` may come later. The instants are each agent's own
+    /// record (its peer's `state_age_ns`, taken from when the answer arrived, so never earlier
+    /// than the truth), not when a poll saw it: on a machine busy with a group forming, one look
+    /// at every agent takes a good part of a second.
+    public func reachableInstants(among hosts: [Int], ids: [Int: String]) async throws -> [Int: [Int: Date]]? {
+        try await reachableInstants(among: hosts, by: \.peerID) { ids[$0] }
+    }
+
+    private func reachableInstants(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> [Int: [Int: Date]]? {
+        var instants: [Int: [Int: Date]] = [:]
         for h in hosts {
             let p: PeersResult = try await request(h, "peers")
             let answered = Date()
             let reachable = Dictionary(p.peers.filter { $0.state == "reachable" }.map { ($0[keyPath: key], $0.stateAgeNs) }, uniquingKeysWith: min)
             for other in hosts where other != h {
                 guard let k = expected(other), let age = reachable[k] else { return nil }
-                latest = max(latest, answered.addingTimeInterval(-Double(max(0, age)) / 1e9))
+                instants[h, default: [:]][other] = answered.addingTimeInterval(-Double(max(0, age)) / 1e9)
             }
         }
-        return latest
+        return instants
     }
 
     /// Each host's peer id, from its agent's `status`.

@@ -79,13 +79,15 @@ struct ScaleBench: AsyncParsableCommand {
                 ? "dnssd: an avahi-daemon per host"
                 : "static: no avahi-daemon; every agent started with --port \(Self.staticPort) and --peer for every other host (its clock reports count: configured peers are vouched for)",
             "all_reachable": "from the last agent's start until every agent lists every other one as reachable, by peer id, at the instant the last pair became so by the agents' own record (state_age_ns, dated when the answer arrived); all named: until a poll (every 0.2 s, each agent asked in turn) saw every agent list every other one by its name (hN), which comes with the peer's hello",
+            "pair_reachable": "for each agent and each other one, from the later of the two starts (when the bench's start of it returned) until the agent listed the other as reachable, by its own record; median and p90 of all pairs (a pair lost and met again counts from its last meeting)",
+            "formation": "from each agent's start until the idle window (all reachable, then --settle): UDP datagrams its host sent and the agent's CPU, median of the agents",
             "discovery_cpu": "from the first agent's start until all are reachable: the CPU every avahi-daemon used and every agent used, each as a share of all the machine's cores (100 % = the whole machine)",
             "start_spread": "per play: max − min of the instants at which the reference players start (their logs, CLOCK_MONOTONIC shared by all hosts); each player lands within ±100 µs of the instant it is told (its modelled jitter), and one told too late for its 20 ms start latency starts late (late starts: more than 0.2 ms after the play's instant, of all players' starts)",
             "playing_cpu": "after the commands, the group playing \(Int(ScalePlays.playingSeconds)) s with nobody commanding (from 2 s after a play): CPU per agent, median and max (% of one core), each agent's player reporting its position ten times a second; and the reference players' CPU (median), which includes writing their own logs",
             "command_reach": "per command (play, seek, pause, each at the next host): from just before the bench sends it to one agent until the last reference player has received the timeline it set (the player's log; the agents' replication and each agent's delivery to its player)",
         ]
         var rows: [[String: String]] = []
-        let order = "hosts,all reachable s,all named s,discovery avahi %,discovery agents %,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,composed coverage %,load,start spread p50 us,start spread p99 us,start spread max us,reach p50 ms,reach p99 ms,reach max ms,playing cpu median %,playing cpu max %,player cpu %,missed,late starts"
+        let order = "hosts,all reachable s,all named s,pair p90 s,formation dg,formation cpu s,discovery avahi %,discovery agents %,cpu median %,cpu max %,avahi cpu median %,rss median MiB,pss median MiB,threads,udp dg/s,tx bytes/s,clock p50 us,clock p99 us,coverage %,composed n,composed p99 us,composed coverage %,load,start spread p50 us,start spread p99 us,start spread max us,reach p50 ms,reach p99 ms,reach max ms,playing cpu median %,playing cpu max %,player cpu %,missed,late starts"
         for n in hosts.split(separator: ",").compactMap({ Int($0) }) {
             options.progress("\(n) hosts")
             var row = try await measure(n, into: &report)
@@ -96,6 +98,24 @@ struct ScaleBench: AsyncParsableCommand {
         }
         report.tables["by group size: idle cost per agent, clock error, reference players"] = rows
         report.print(json: options.json)
+    }
+
+    /// How long after the later of its two agents started each agent listed the other as
+    /// reachable (`instants`: the agents' record): what "all reachable" is made of, a line that
+    /// names the slowest pair and the last, and the lags' median and p90. A pair lost and met
+    /// again counts from its last meeting.
+    static func pairLags(_ instants: [Int: [Int: Date]], started: [Int: Date], lastStart: Date) -> (line: String, p50: Double, p90: Double) {
+        var lags: [(lag: Double, host: Int, other: Int, at: Double)] = []
+        for (h, others) in instants {
+            for (o, at) in others {
+                guard let a = started[h], let b = started[o] else { continue }
+                lags.append((at.timeIntervalSince(max(a, b)), h, o, at.timeIntervalSince(lastStart)))
+            }
+        }
+        guard let last = lags.max(by: { $0.at < $1.at }), let slowest = lags.max(by: { $0.lag < $1.lag }) else { return ("  no pairs", .nan, .nan) }
+        let stats = Stats(lags.map(\.lag))
+        let line = "  pairs listed reachable after the later of the two started: p50 \(fmt(stats.median)) s, p90 \(fmt(stats.percentile(90))) s, max \(fmt(stats.max)) s (h\(slowest.host) listing h\(slowest.other)); the last, h\(last.host) listing h\(last.other), \(fmt(last.at)) s after the last start, \(fmt(last.lag)) s after the later of the two"
+        return (line, stats.median, stats.percentile(90))
     }
 
     private func measure(_ n: Int, into report: inout Report) async throws -> [String: String] {
@@ -112,7 +132,11 @@ struct ScaleBench: AsyncParsableCommand {
             }
         }
         let firstStart = Date()
-        for h in 1...n { try lab.startAgent(h, flags: flags[h] ?? [], wait: false) }
+        var started: [Int: Date] = [:]
+        for h in 1...n {
+            try lab.startAgent(h, flags: flags[h] ?? [], wait: false)
+            started[h] = Date()
+        }
         let lastStart = Date()
         let all = Array(1...n)
         var ids: [Int: String] = [:]
@@ -120,12 +144,15 @@ struct ScaleBench: AsyncParsableCommand {
             ids = (try? await lab.peerIDs(of: all)) ?? [:]
             return ids.count == n
         }
-        var reachableSince: Date?
+        var instants: [Int: [Int: Date]]?
         _ = await waitUntil(timeout: 60, interval: 0.2) {
-            reachableSince = try? await lab.allReachableSince(among: all, ids: ids)
-            return reachableSince != nil
+            instants = try? await lab.reachableInstants(among: all, ids: ids)
+            return instants != nil
         }
+        let reachableSince = instants.map { $0.values.flatMap(\.values).max() ?? lastStart }
         let reachableAfter = reachableSince.map { max(0, $0.timeIntervalSince(lastStart)) } ?? .infinity
+        let lags = instants.map { Self.pairLags($0, started: started, lastStart: lastStart) }
+        if let lags { options.progress(lags.line) }
         // What the machine spent while the agents found each other: every avahi-daemon's CPU
         // and every agent's (from its start), as shares of all the machine's cores.
         let discoveryCapacity = Date().timeIntervalSince(firstStart) * Double(ProcessInfo.processInfo.activeProcessorCount)
@@ -139,6 +166,9 @@ struct ScaleBench: AsyncParsableCommand {
         try await Task.sleep(nanoseconds: UInt64(settle * 1e9))
 
         let before = try (1...n).map { try sample(lab, $0, pid: pids[$0 - 1]) }
+        // As scale-sim's formation: from each agent's start until the idle window.
+        let formationDatagrams = Stats(before.map(\.udpOut)), formationCPU = Stats(before.map(\.cpu.totalSeconds))
+        options.progress("  until the idle window, per agent: \(fmt(formationDatagrams.median, 0)) datagrams sent, \(fmt(formationCPU.median)) s of CPU (median)")
         let avahiBefore = avahiPids.map { CPUTime(pid: $0) }
         let t0 = Date()
         try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
@@ -184,6 +214,10 @@ struct ScaleBench: AsyncParsableCommand {
         let f = "hosts_\(n)_"
         report.figures[f + "all_reachable_s"] = reachableAfter
         report.figures[f + "all_named_s"] = namedAfter
+        report.figures[f + "pair_reachable_p50_s"] = lags?.p50 ?? .nan
+        report.figures[f + "pair_reachable_p90_s"] = lags?.p90 ?? .nan
+        report.figures[f + "formation_datagrams_per_agent"] = formationDatagrams.median
+        report.figures[f + "formation_cpu_s_per_agent"] = formationCPU.median
         report.figures[f + "discovery_avahi_machine_percent"] = avahiDiscovery
         report.figures[f + "discovery_agents_machine_percent"] = agentsDiscovery
         report.figures[f + "cpu_median_percent"] = cpu.median
@@ -214,6 +248,7 @@ struct ScaleBench: AsyncParsableCommand {
         report.goal("\(n) hosts: bound (median) within 3x the error p99", target: "<= \(fmt(3 * errorP99 / 1e3, 2)) us", measured: "\(fmt(b.median / 1e3, 2)) us", met: b.median <= 3 * errorP99)
         var row = [
             "hosts": String(n), "all reachable s": fmt(reachableAfter, 2), "all named s": fmt(namedAfter, 2),
+            "pair p90 s": fmt(lags?.p90 ?? .nan, 2), "formation dg": fmt(formationDatagrams.median, 0), "formation cpu s": fmt(formationCPU.median, 2),
             "discovery avahi %": fmt(avahiDiscovery, 0), "discovery agents %": fmt(agentsDiscovery, 0), "cpu median %": fmt(cpu.median, 2), "cpu max %": fmt(cpu.max, 2),
             "avahi cpu median %": fmt(avahiCPU.median, 2), "rss median MiB": fmt(rss.median, 1), "pss median MiB": fmt(pssMiB.median, 1),
             "threads": fmt(threads.median, 0), "udp dg/s": fmt(udp.median, 1), "tx bytes/s": fmt(tx.median, 0),

@@ -86,11 +86,11 @@ struct SimScaleBench: ParsableCommand {
             "start_spread": "per play: max − min of the true instants at which the players are told to start; late: told with less than the player's 20 ms start latency left",
         ]
         var rows: [[String: String]] = []
-        var byType: [String: [Int: Double]] = [:]
-        let order = "hosts,all reachable s,formation dg,formation clock req,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,command cpu us,start spread p99 us,late"
+        var byType: [String: [Int: Double]] = [:], formationByType: [String: [Int: Double]] = [:]
+        let order = "hosts,all reachable s,formation dg,formation clock req,formation losses,measured peers,dg/s,bytes/s,clock dg/s,timer wake-ups/s,cpu %,unresolved %,clock p50 us,clock p99 us,coverage %,composed p99 us,composed coverage %,bound/p99,composed bound/p99,reach p50 ms,reach p99 ms,command cpu us,start spread p99 us,late"
         for n in sizes {
             FileHandle.standardError.write(Data("  \(n) hosts…\n".utf8))
-            var row = measure(n, into: &report, byType: &byType)
+            var row = measure(n, into: &report, byType: &byType, formationByType: &formationByType)
             FileHandle.standardError.write(Data(("  " + order.split(separator: ",").map { "\($0)=\(row[String($0)] ?? "-")" }.joined(separator: " ") + "\n").utf8))
             row["_order"] = order
             rows.append(row)
@@ -102,10 +102,15 @@ struct SimScaleBench: ParsableCommand {
             for n in sizes { r[String(n)] = fmt(byType[type]?[n] ?? 0, 2) }
             return r
         }
+        report.tables["formation datagrams per agent, by message type (columns: hosts)"] = formationByType.keys.sorted().map { type in
+            var r = ["_order": columns, "type": type]
+            for n in sizes { r[String(n)] = fmt(formationByType[type]?[n] ?? 0, 0) }
+            return r
+        }
         report.print(json: json)
     }
 
-    private func measure(_ n: Int, into report: inout Report, byType: inout [String: [Int: Double]]) -> [String: String] {
+    private func measure(_ n: Int, into report: inout Report, byType: inout [String: [Int: Double]], formationByType: inout [String: [Int: Double]]) -> [String: String] {
         let s = Nanos.second, ms = Nanos.millisecond
         var network = GroupSimulation.Network(loss: loss / 100)
         network.transmitTimestamps = true
@@ -132,10 +137,13 @@ struct SimScaleBench: ParsableCommand {
         }
         sim.run(for: Int64(settle * 1e9))
         var formation = 0, formationRequests = 0
+        var formationLosses = 0
         for host in sim.hosts {
             for entry in host.log {
+                if case .membership(.stateChanged(_, .reachable, .lost)) = entry.directive { formationLosses += 1 }
                 guard let sent = Self.datagram(entry.directive) else { continue }
                 formation += 1
+                formationByType[sent.type.description, default: [:]][n, default: 0] += 1 / Double(n)
                 if sent.type == .clockRequest || sent.type == .interleavedRequest { formationRequests += 1 }
             }
         }
@@ -194,6 +202,7 @@ struct SimScaleBench: ParsableCommand {
         report.figures[f + "all_reachable_s"] = reachableAfter
         report.figures[f + "formation_datagrams_per_agent"] = Double(formation) / Double(n)
         report.figures[f + "formation_clock_requests_per_agent"] = Double(formationRequests) / Double(n)
+        report.figures[f + "formation_losses"] = Double(formationLosses)
         report.figures[f + "measured_peers_median"] = measured.median
         report.figures[f + "datagrams_per_s_per_agent"] = perAgent(datagrams)
         report.figures[f + "bytes_per_s_per_agent"] = perAgent(bytes)
@@ -224,7 +233,7 @@ struct SimScaleBench: ParsableCommand {
         }
         var row = [
             "hosts": String(n), "all reachable s": fmt(reachableAfter, 2), "measured peers": fmt(measured.median, 0),
-            "formation dg": fmt(Double(formation) / Double(n), 0), "formation clock req": fmt(Double(formationRequests) / Double(n), 0),
+            "formation dg": fmt(Double(formation) / Double(n), 0), "formation clock req": fmt(Double(formationRequests) / Double(n), 0), "formation losses": String(formationLosses),
             "dg/s": fmt(perAgent(datagrams), 1), "bytes/s": fmt(perAgent(bytes), 0), "clock dg/s": fmt(perAgent(clockDatagrams), 1),
             "timer wake-ups/s": fmt(perAgent(ticks), 1),
             "cpu %": fmt(cpuPercent, 3), "unresolved %": fmt(unresolvedPercent, 2),
