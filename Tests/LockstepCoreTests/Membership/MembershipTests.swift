@@ -211,7 +211,7 @@ struct MembershipTests {
         var m = aliceWithAlternate()
         #expect(m.dueProbes(now: at(1_600 * ms)) == [v6ll])
         #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_100 * ms), "the alternate's next probe, before the failover at 2.5 s")
-        m.onIndirect([alice], now: at(0))
+        m.onIndirect([alice], now: at(1_600 * ms))
         #expect(m.nextDeadline(now: at(1_600 * ms)) == at(2_500 * ms), "reached through others: no path probed")
     }
 
