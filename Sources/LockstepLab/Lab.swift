@@ -150,15 +150,7 @@ public final class Lab: @unchecked Sendable {
 
     /// Whether every agent among `hosts` lists every other one (by its lab name, hN) as reachable.
     public func allReachable(among hosts: [Int]) async throws -> Bool {
-        try await everyAgentListsReachable(among: hosts, by: \.name) { "h\($0)" } != nil
-    }
-
-    /// If every agent among `hosts` lists, as reachable, a peer whose `key` is `expected(h)` for
-    /// every other host h (nil: not known, so not listed), the latest instant one of those became
-    /// reachable (see ``reachableInstants(among:ids:)``); otherwise nil.
-    private func everyAgentListsReachable(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> Date? {
-        guard let instants = try await reachableInstants(among: hosts, by: key, expected) else { return nil }
-        return instants.values.flatMap(\.values).max() ?? .distantPast
+        try await reachableInstants(among: hosts, by: \.name) { "h\($0)" } != nil
     }
 
     /// If every agent among `hosts` lists every other one as reachable, by peer id (`ids`: each
@@ -172,6 +164,8 @@ public final class Lab: @unchecked Sendable {
         try await reachableInstants(among: hosts, by: \.peerID) { ids[$0] }
     }
 
+    /// If every agent among `hosts` lists, as reachable, a peer whose `key` is `expected(h)` for
+    /// every other host h (nil: not known, so not listed), when each became so; otherwise nil.
     private func reachableInstants(among hosts: [Int], by key: KeyPath<PeerInfo, String>, _ expected: (Int) -> String?) async throws -> [Int: [Int: Date]]? {
         var instants: [Int: [Int: Date]] = [:]
         for h in hosts {

@@ -11,16 +11,17 @@ enum DNSSDDiagnosis {
     /// A one-line reason for a failed connection.
     static func diagnose(operation: String, error: DNSSDError) -> String {
         let detail = "(\(operation): \(error))"
-        if let bus = systemBusSocket(), access(bus, F_OK) != 0 { return "no D-Bus system bus (\(bus) missing) \(detail)" }
+        if let bus = missingSystemBus { return "no D-Bus system bus (\(bus) missing) \(detail)" }
         guard let pid = avahiPID() else { return "avahi-daemon is not running \(detail)" }
         return "avahi-daemon (pid \(pid)) is not answering on D-Bus \(detail)"
     }
 
-    /// True when the system bus is a socket file (the default, or `unix:path=` in
-    /// `DBUS_SYSTEM_BUS_ADDRESS`) that does not exist: avahi cannot be reached, and an attempt
-    /// would only start the compat library's thread and fail.
-    static var systemBusMissing: Bool {
-        systemBusSocket().map { access($0, F_OK) != 0 } ?? false
+    /// The system bus's socket file (the default, or `unix:path=` in `DBUS_SYSTEM_BUS_ADDRESS`)
+    /// when it does not exist; nil when it does, or the bus is not a file. While it is missing
+    /// avahi cannot be reached, and an attempt would only start the compat library's thread and
+    /// fail.
+    static var missingSystemBus: String? {
+        systemBusSocket().flatMap { access($0, F_OK) != 0 ? $0 : nil }
     }
 
     /// The system bus's socket file for `address` (the value of `DBUS_SYSTEM_BUS_ADDRESS`, nil

@@ -140,7 +140,7 @@ final class DNSSDEventLoop {
             if !stopping, availability != .available, let retryAt, now >= retryAt {
                 // Cheap looks first: an attempt costs the compat library a thread and a D-Bus
                 // connection (``DNSSDRetry``).
-                if retry.shouldAttempt(at: now, busMissing: DNSSDDiagnosis.systemBusMissing, daemon: DNSSDDiagnosis.avahiPID()) {
+                if retry.shouldAttempt(at: now, busMissing: DNSSDDiagnosis.missingSystemBus != nil, daemon: DNSSDDiagnosis.avahiPID()) {
                     connect()
                 } else {
                     self.retryAt = retry.nextLook(after: now)

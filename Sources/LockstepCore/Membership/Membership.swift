@@ -277,10 +277,10 @@ public struct Membership: Sendable {
             // One of our static endpoints, which a peer now reaches: it is probed on its own
             // schedule, started over (at once, unless probed within the first wait). No
             // introduced entry beside it: every member met tells of it again.
-            let due = probe.last.map { now - $0 >= configuration.probeInterval } ?? true
-            unidentified[endpoint] = due
-                ? StaticProbe(wait: configuration.probeInterval).probed(at: now, ceiling: configuration.staticProbeCeiling)
-                : StaticProbe(last: probe.last, wait: configuration.probeInterval)
+            var restarted = StaticProbe(last: probe.last, wait: configuration.probeInterval)
+            let due = restarted.isDue(at: now)
+            if due { restarted.last = now }
+            unidentified[endpoint] = restarted
             return ([], due ? endpoint : nil)
         }
         if let known = peers[peer], known.state == .reachable || !known.paths.isEmpty { return ([], nil) }
