@@ -449,13 +449,18 @@ public actor Agent: ClientHandler {
 
     /// Handles one line of a client: a request, answered on its connection.
     public func handle(line: [UInt8], from client: ClientConnection) {
+        // Scanned when it can be: the request itself is decoded again by its handler.
         let header: RequestHeader
-        do {
-            header = try PlayerJSON.decode(RequestHeader.self, from: line)
-        } catch {
-            client.noteBadInput(error.message)
-            client.send(error: error, requestID: nil)
-            return
+        if let scanned = RequestHeader(scanning: line) {
+            header = scanned
+        } else {
+            do {
+                header = try PlayerJSON.decode(RequestHeader.self, from: line)
+            } catch {
+                client.noteBadInput(error.message)
+                client.send(error: error, requestID: nil)
+                return
+            }
         }
         let now = now()
         let request = Request(client: client, id: header.requestID, line: line)

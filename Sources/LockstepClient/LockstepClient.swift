@@ -148,7 +148,7 @@ public struct LockstepClient: Sendable {
     }
 
     private static func route(_ bytes: [UInt8], pending: Pending, events: AsyncStream<Event>.Continuation, onEvent: (@Sendable (Event) -> Void)?) {
-        guard let head = try? PlayerJSON.decode(LineHead.self, from: bytes) else { return }
+        guard let head = LineHead(scanning: bytes) ?? (try? PlayerJSON.decode(LineHead.self, from: bytes)) else { return }
         if let name = head.event {
             if let onEvent { onEvent(Event(name: name, json: bytes)) } else { events.yield(Event(name: name, json: bytes)) }
         } else if case .number(let id)? = head.requestID {
@@ -164,6 +164,18 @@ private struct LineHead: Decodable {
     enum CodingKeys: String, CodingKey {
         case event
         case requestID = "request_id"
+    }
+
+    /// Read without decoding the line (``JSONLineHead``): every event and reply was parsed
+    /// twice, and the first parse cost as much as the second. Nil: decode it.
+    init?(scanning line: [UInt8]) {
+        guard let (event, id) = JSONLineHead.scan(line, "event", "request_id"), let requestID = RequestID.scanned(id) else { return nil }
+        switch event {
+        case nil, .null?: self.event = nil
+        case .string(let name)?: self.event = name
+        default: return nil
+        }
+        self.requestID = requestID
     }
 }
 

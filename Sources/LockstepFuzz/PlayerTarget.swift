@@ -75,14 +75,20 @@ enum PlayerTarget {
         return out
     }
 
-    /// What the agent does with a line (`Agent.handle(line:from:)`), minus the replies.
+    /// What the agent does with a line (`Agent.handle(line:from:)`), minus the replies. The
+    /// scanned header (``JSONLineHead``) must be the decoded one whenever the scan answers.
     static func parse(_ line: [UInt8]) {
+        let scanned = RequestHeader(scanning: line)
         let header: RequestHeader
         do {
             header = try PlayerJSON.decode(RequestHeader.self, from: line)
         } catch {
             require(!error.message.isEmpty, "player: an error without a message")
+            require(scanned == nil, "player: a header was scanned from a line the decoder refuses (\(error.message))")
             return
+        }
+        if let scanned {
+            require(scanned.type == header.type && scanned.requestID == header.requestID, "player: the scanned header differs from the decoded one")
         }
         require(header.type.truncated(toUTF8: 64).utf8.count <= 64, "player: truncated(toUTF8:) went over its limit")
         if case .string(let s) = header.requestID { require(s.utf8.count <= 128, "player: a request_id of \(s.utf8.count) bytes was accepted") }

@@ -114,6 +114,29 @@ public struct RequestHeader: Decodable, Sendable {
         case type
         case requestID = "request_id"
     }
+
+    /// The header of `line`, read without decoding it (``JSONLineHead``); nil when the scan is
+    /// not sure, or the fields are not what `init(from:)` takes: decode it then.
+    public init?(scanning line: [UInt8]) {
+        guard let (type, id) = JSONLineHead.scan(line, "type", "request_id"), case .string(let t)? = type,
+            let requestID = RequestID.scanned(id)
+        else { return nil }
+        self.type = t
+        self.requestID = requestID
+    }
+}
+
+extension RequestID {
+    /// The `request_id` a scan found (``JSONLineHead``), as `init(from:)` would decode it: the
+    /// outer nil when that needs the decoder, the inner one when the field is absent or null.
+    public static func scanned(_ value: JSONLineHead.Value?) -> RequestID?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case .integer(let n)?: return .some(.number(n))
+        case .string(let s)? where s.utf8.count <= 128: return .some(.string(s))
+        default: return nil
+        }
+    }
 }
 
 /// A reply line: `{"request_id":…,"ok":true,"result":{…}}` or `{"request_id":…,"ok":false,"error":{…}}`.

@@ -9,7 +9,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lockstep-bench",
         abstract: "Lockstep's benchmarks (need root: they build a network lab).",
-        subcommands: [DiscoveryBench.self, MergeBench.self, PlayersBench.self, MpvBench.self, GStreamerBench.self, FaultsBench.self, FloodCommand.self, MemberCommand.self, AmplifyCommand.self, ClockBench.self, EstimatorBench.self, EnvelopeBench.self, ScenariosBench.self, ScaleBench.self, SimScaleBench.self, WebBench.self])
+        subcommands: [DiscoveryBench.self, MergeBench.self, PlayersBench.self, MpvBench.self, GStreamerBench.self, FaultsBench.self, FloodCommand.self, MemberCommand.self, AmplifyCommand.self, ClockBench.self, EstimatorBench.self, EnvelopeBench.self, LineHeadBench.self, ScenariosBench.self, ScaleBench.self, SimScaleBench.self, WebBench.self])
 }
 
 /// Options every benchmark takes.
