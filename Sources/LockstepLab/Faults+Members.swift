@@ -151,9 +151,9 @@ extension Faults {
         let s1: AgentStatus = try await lab.request(1, "status")
         let s2: AgentStatus = try await lab.request(2, "status")
         let file = lab.hostDirectory(2) + "/captured.hex"
-        // 5 s of what h1 sends h2's agent, from h2's eth0 (IPv4 and IPv6): idle pairs send far
-        // fewer datagrams than they did, and 3 s once caught only 20 (the check wants more).
-        _ = try lab.exec(2, ["/usr/bin/python3", "-c", Self.captureScript, "eth0", String(s2.udpPort), "5", file])
+        // 10 s of what h1 sends h2's agent, from h2's eth0 (IPv4 and IPv6): idle pairs send few
+        // datagrams, and 3 s once caught only 20, 5 s once 17 (the check wants more than 20).
+        _ = try lab.exec(2, ["/usr/bin/python3", "-c", Self.captureScript, "eth0", String(s2.udpPort), "10", file])
         let lines = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
         let captured = lines.compactMap { line -> [UInt8]? in
             let hex = Array(line.utf8)
