@@ -11,8 +11,8 @@
 /// "Sure" is a subset of JSON that `JSONDecoder` reads the same way: the bytes are ASCII
 /// (UTF-8 is left to the decoder to validate), strings hold no `\u` escape (surrogates), objects
 /// and arrays nest at most ``maxDepth`` deep (the line's own object counts), and neither field
-/// appears twice. A field's value is a string
-/// without escapes, an integer that fits `Int64`, `null`, or ``Value/other``.
+/// appears twice. A field's value is a string without escapes, an integer that fits `Int64`,
+/// `null`, or ``Value/other``.
 public enum JSONLineHead {
     /// A field's value as far as routing needs it.
     public enum Value: Sendable, Equatable {
