@@ -223,9 +223,15 @@ def test_a_player_that_drifts_is_nudged_by_rate_and_its_rate_restored(agent: Any
         player.offset_ns = 3 * MS  # its output runs 3 ms ahead of the group
         await eventually(lambda: len(player.rates) >= 1, timeout=10)
         assert player.rates[0] < play.rate  # slowed down to fall back in
-        # …and back at the timeline's rate once the error is gone.
-        await eventually(lambda: len(player.rates) >= 2 and player.rates[-1] == play.rate, timeout=10)
-        assert abs(player.position(host_time_ns()) - play.item_time_at(host_time_ns())) < 200_000
+        # …and back at the timeline's rate once the error is gone. How much of the 3 ms one
+        # nudge removes depends on when this loop applies and undoes it (a busy machine runs
+        # timers late), and the agent nudges again for what is left: the check is that the
+        # player ends at the timeline's rate within the agent's threshold (200 us).
+        def back_in_sync() -> bool:
+            now = host_time_ns()
+            error = player.position(now) - play.item_time_at(now)
+            return len(player.rates) >= 2 and player.rates[-1] == play.rate and abs(error) < 200_000
+        await eventually(back_in_sync, timeout=15)
         await c.stop()
     run(body())
 
