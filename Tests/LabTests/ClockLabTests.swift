@@ -64,15 +64,28 @@ struct ClockLabTests {
 
         var all: [(observer: Int, peer: Int, error: Double, bound: Double)] = []
         var last = Reading()
+        var stamps: [String: [String]] = [:]
         for _ in 0..<30 {
             last = await read(lab)
             all += errors(last)
+            for (h, result) in last.results {
+                for p in result.peers { stamps["h\(h)→\(p.name)", default: []].append(p.sendStamps) }
+            }
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         // Two-step exchanges over the lab's veth links: t1 from the kernel, t3 from follow-ups.
-        let stamps = last.results.values.flatMap { $0.peers.map(\.sendStamps) }
-        #expect(stamps.count == 6)
-        #expect(stamps.allSatisfy { $0 == (Self.kernelHasTransmitKeys ? "kernel" : "agent") }, "send stamps: \(stamps)")
+        // A reading gives the source of a link's last sample only (kept until its next, up to a
+        // second later), and one follow-up delayed past its wait on a busy machine makes that
+        // sample the agent's (CI saw one of six links so): over three seconds every link must be
+        // the expected source in most readings, and the links together in nearly all.
+        let expected = Self.kernelHasTransmitKeys ? "kernel" : "agent"
+        let peers = last.results.values.flatMap(\.peers)
+        let counters = peers.map { "\($0.sendStamps) kernel-stamped \($0.kernelStamped), follow-ups late \($0.followUpsMissed), implausible \($0.stampsImplausible)" }
+        let share = stamps.mapValues { Double($0.filter { $0 == expected }.count) / Double($0.count) }
+        let overall = Double(stamps.values.joined().filter { $0 == expected }.count) / Double(max(stamps.values.joined().count, 1))
+        #expect(stamps.count == 6, "links read: \(stamps.keys.sorted())")
+        #expect(share.values.allSatisfy { $0 > 0.5 } && overall >= 0.8, "readings that were \(expected): \(share); \(counters)")
+        #expect(peers.allSatisfy { Self.kernelHasTransmitKeys ? $0.kernelStamped > 0 : $0.kernelStamped == 0 }, "\(counters)")
         #expect(all.count >= 150, "readings: \(all.count)")
         let sorted = all.map(\.error).sorted()
         let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
