@@ -452,8 +452,12 @@ public struct PeerClocks: Sendable {
             if link.stamps.peerSendsFollowUps {
                 link.owedResult = ExchangeResult(exchange: exchange, echo: echo, t1: PeerTime(ours: stamped.sample.t1), t4: PeerTime(ours: receivedAt))
             }
-            let interval = link.scheduler.interval(at: now, estimate: link.estimator.estimate(at: now))
-            ready = link.stamps.hold(stamped, now: now, wait: interval * Int64(2) + configuration.transmitStamps.followUpWait)
+            // Until our next request's reply brings its transmit time: that request is due an
+            // interval from now, and at most 2.5 intervals when the peer's own exchanges hold
+            // ours back (``ExchangeScheduler``), the steady interval at least (a burst may end
+            // before it). Once it has gone, the wait is a follow-up's from then.
+            let interval = max(link.scheduler.interval(at: now, estimate: link.estimator.estimate(at: now)), configuration.exchanges.minInterval)
+            ready = link.stamps.hold(stamped, now: now, wait: interval * Int64(3) + configuration.transmitStamps.followUpWait)
         } else {
             ready = link.stamps.onReply(exchange: exchange, sample: sample, now: now)
         }
@@ -608,7 +612,11 @@ public struct PeerClocks: Sendable {
             link.exchangesSent &+= 1
             // A new path: samples from the old one must not mix with this one's.
             link.sentTo = route.endpoint
-            out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint, form: link.nextRequestForm()))
+            let form = link.nextRequestForm()
+            if case .interleaved = form {
+                link.stamps.onInterleavedRequestSent(deadline: now + configuration.transmitStamps.followUpWait)
+            }
+            out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint, form: form))
             links[peer] = link
         }
         if nextReport.map({ now >= $0 }) ?? true {

@@ -59,6 +59,9 @@ public struct TransmitStamps: Sendable {
         var wireT1: Int64
         var ready: Ready
         var deadline: LocalTime
+        /// A request went after it that could bring its transmit time: always for a plain reply
+        /// (its follow-up comes alone); for one in interleaved form, once our next request left.
+        var asked: Bool
     }
 
     public let configuration: Configuration
@@ -70,7 +73,9 @@ public struct TransmitStamps: Sendable {
     private var early: [(exchange: UInt32, t1: Int64, t3: PeerTime)] = []
     /// True once the peer has sent a follow-up: its replies are then held for theirs.
     public private(set) var peerSendsFollowUps = false
-    /// Replies used without their follow-up because it did not come in time.
+    /// Replies used without their follow-up because it did not come in time. A reply in
+    /// interleaved form whose link sent no request after it (the pair's other end took over
+    /// measuring, or the link stopped) is used as it is and not counted: nothing was late.
     public private(set) var followUpsMissed: UInt64 = 0
     /// Follow-ups or transmit times that were not believable (earlier than the user stamp, or far later).
     public private(set) var implausible: UInt64 = 0
@@ -122,8 +127,18 @@ public struct TransmitStamps: Sendable {
             followUpsMissed += 1
             held.removeFirst()
         }
-        held.append(Held(exchange: ready.exchange, wireT1: ready.wireT1, ready: ready, deadline: now + (wait ?? configuration.followUpWait)))
+        held.append(Held(exchange: ready.exchange, wireT1: ready.wireT1, ready: ready, deadline: now + (wait ?? configuration.followUpWait), asked: !ready.interleaved))
         return nil
+    }
+
+    /// A request in interleaved form left: the replies held for it can now get their transmit
+    /// times, with its reply; from now they wait as a plain reply waits for its follow-up, until
+    /// `deadline` (then they are used as they are, and counted as missed).
+    public mutating func onInterleavedRequestSent(deadline: LocalTime) {
+        for i in held.indices where held[i].ready.interleaved && !held[i].asked {
+            held[i].asked = true
+            held[i].deadline = deadline
+        }
     }
 
     /// A follow-up from the peer: the reply to `exchange` (echoing `t1`) left at `t3`. Returns the
@@ -146,10 +161,10 @@ public struct TransmitStamps: Sendable {
         // (Not in deadline order when replies of both forms are held: a link trying the
         // interleaved form still has plain replies out.)
         guard let next = nextDeadline, next <= now else { return [] }
-        let out = held.filter { $0.deadline <= now }.map(\.ready)
+        let due = held.filter { $0.deadline <= now }
         held.removeAll { $0.deadline <= now }
-        followUpsMissed += UInt64(out.count)
-        return out
+        followUpsMissed += UInt64(due.count(where: \.asked))
+        return due.map(\.ready)
     }
 
     /// When ``expire(now:)`` next has work.

@@ -60,9 +60,13 @@ struct InterleavedExchangeTests {
         #expect(!d3.contains { if case .sendResult = $0 { true } else { false } }, "no clock_result alone")
         #expect(c.links[T.bob]?.kernelStamped == (stampedBefore ?? 0) + 1, "both send times the kernel's")
         #expect(c.links[T.bob]?.lastKernelStamped == true)
-        // With no reply after it, the third is used with its own t3 after two of the link's intervals.
+        // The third's transmit time rides the reply to our fourth request: with no reply to it
+        // within a follow-up's wait, the third is used with its own t3, and counted as late.
+        let t4 = t3 + .milliseconds(25)
+        _ = try #require(Self.request(&c, at: t4))
+        _ = c.onTick(now: t4 + .milliseconds(49), routes: T.routes)
         #expect(c.links[T.bob]?.stamps.followUpsMissed == 0)
-        _ = c.onTick(now: arrival3 + .milliseconds(101), routes: T.routes)
+        _ = c.onTick(now: t4 + .milliseconds(50), routes: T.routes)
         #expect(c.links[T.bob]?.stamps.followUpsMissed == 1)
     }
 

@@ -54,4 +54,26 @@ struct MirroredExchangeScenarioTests {
             #expect(run.stats.p99 <= max(2 * base.stats.p99, 2_000), "p99 \(run.stats.p99) ns against \(base.stats.p99) ns without results")
         }
     }
+
+    /// Four hosts on lossless veth-like links for 120 s: the bursts end, intervals double, and
+    /// pairs settle on one end measuring for both.
+    @Test("without loss no follow-up is counted late: not at a burst's end, not when a pair's other end takes over measuring", arguments: [1, 2, 3] as [UInt64])
+    func noLateFollowUpsWithoutLoss(seed: UInt64) {
+        var net = ClockNetwork(clocks: [.slowFar, .fastFar, .slowFar, .fastFar], link: .veth, seed: seed)
+        net.transmitStamps = true
+        net.run(until: 120 * Nanos.second)
+        var requests: UInt64 = 0, handedOver = 0
+        for a in 0..<4 {
+            for b in 0..<4 where a != b {
+                guard let link = net.link(a, b) else { continue }
+                requests += link.exchangesSent
+                if link.exchangesSent < 10 { handedOver += 1 }
+                #expect(link.stamps.followUpsMissed == 0, "\(a)->\(b): \(link.stamps.followUpsMissed) late of \(link.exchangesSent) requests")
+                #expect(link.stamps.implausible == 0)
+            }
+        }
+        // (Both cases happened: requests went, and some links left measuring to the other end.)
+        #expect(requests > 1_000)
+        #expect(handedOver > 0)
+    }
 }

@@ -80,6 +80,37 @@ struct TransmitStampsTests {
         #expect(s.followUpsMissed == 1)
     }
 
+    /// Exchange 7's reply in interleaved form (its transmit time rides the next reply), held for
+    /// 350 ms from its arrival.
+    static func heldInterleaved() -> TransmitStamps {
+        var s = TransmitStamps()
+        _ = s.onFollowUp(exchange: 6, t1: 900_000, t3: Self.P(4_900_070))
+        var ready = s.stamped(exchange: 7, sample: Self.reply)
+        ready.interleaved = true
+        #expect(s.hold(ready, now: Self.L(1_000_150), wait: .milliseconds(350)) == nil)
+        return s
+    }
+
+    @Test("a reply in interleaved form whose transmit time no request of ours asked for (none went after it) is used as it is at its deadline and not counted as late")
+    func interleavedNeverAsked() {
+        var s = Self.heldInterleaved()
+        #expect(s.expire(now: Self.L(1_000_150 + 350 * Nanos.millisecond - 1)).isEmpty)
+        let used = s.expire(now: Self.L(1_000_150 + 350 * Nanos.millisecond))
+        #expect(used.map(\.sample) == [Self.reply])
+        #expect(s.followUpsMissed == 0)
+    }
+
+    @Test("once our next interleaved request has gone, a held reply waits a follow-up's wait from then, and is counted as late if its transmit time does not come")
+    func interleavedAskedThenLate() {
+        var s = Self.heldInterleaved()
+        let sent = 1_000_150 + 100 * Nanos.millisecond
+        s.onInterleavedRequestSent(deadline: Self.L(sent + 50 * Nanos.millisecond))
+        #expect(s.nextDeadline?.ns == sent + 50 * Nanos.millisecond)
+        #expect(s.expire(now: Self.L(sent + 50 * Nanos.millisecond - 1)).isEmpty)
+        #expect(s.expire(now: Self.L(sent + 50 * Nanos.millisecond)).map(\.sample) == [Self.reply])
+        #expect(s.followUpsMissed == 1)
+    }
+
     @Test("transmit times before the agent's own stamp, or far after it, are not believed")
     func implausible() throws {
         var s = TransmitStamps()
