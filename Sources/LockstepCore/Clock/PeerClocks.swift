@@ -452,10 +452,10 @@ public struct PeerClocks: Sendable {
             if link.stamps.peerSendsFollowUps {
                 link.owedResult = ExchangeResult(exchange: exchange, echo: echo, t1: PeerTime(ours: stamped.sample.t1), t4: PeerTime(ours: receivedAt))
             }
-            // Until our next request's reply brings its transmit time: that request is due an
-            // interval from now, and at most 2.5 intervals when the peer's own exchanges hold
-            // ours back (``ExchangeScheduler``), the steady interval at least (a burst may end
-            // before it). Once it has gone, the wait is a follow-up's from then.
+            // Until our next request's reply brings its transmit time: that request is due within
+            // 1.5 intervals (the peer's own exchanges may hold ours back, ``ExchangeScheduler``),
+            // later if the interval doubles meanwhile, and at least a steady interval away (a
+            // burst may end before it). Once it has gone, the wait is a follow-up's from then.
             let interval = max(link.scheduler.interval(at: now, estimate: link.estimator.estimate(at: now)), configuration.exchanges.minInterval)
             ready = link.stamps.hold(stamped, now: now, wait: interval * Int64(3) + configuration.transmitStamps.followUpWait)
         } else {
