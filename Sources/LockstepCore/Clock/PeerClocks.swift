@@ -614,7 +614,7 @@ public struct PeerClocks: Sendable {
             link.sentTo = route.endpoint
             let form = link.nextRequestForm()
             if case .interleaved = form {
-                link.stamps.onInterleavedRequestSent(deadline: now + configuration.transmitStamps.followUpWait)
+                link.stamps.onInterleavedRequestSent(now: now)
             }
             out.append(.sendRequest(exchange: link.nextExchange, to: route.endpoint, form: form))
             links[peer] = link

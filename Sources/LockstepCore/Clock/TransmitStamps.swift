@@ -131,13 +131,13 @@ public struct TransmitStamps: Sendable {
         return nil
     }
 
-    /// A request in interleaved form left: the replies held for it can now get their transmit
-    /// times, with its reply; from now they wait as a plain reply waits for its follow-up, until
-    /// `deadline` (then they are used as they are, and counted as missed).
-    public mutating func onInterleavedRequestSent(deadline: LocalTime) {
+    /// A request in interleaved form left at `now`: the replies held for it can now get their
+    /// transmit times, with its reply; from now they wait as a plain reply waits for its
+    /// follow-up (``Configuration/followUpWait``), then are used as they are and counted as missed.
+    public mutating func onInterleavedRequestSent(now: LocalTime) {
         for i in held.indices where held[i].ready.interleaved && !held[i].asked {
             held[i].asked = true
-            held[i].deadline = deadline
+            held[i].deadline = now + configuration.followUpWait
         }
     }
 

@@ -104,7 +104,7 @@ struct TransmitStampsTests {
     func interleavedAskedThenLate() {
         var s = Self.heldInterleaved()
         let sent = 1_000_150 + 100 * Nanos.millisecond
-        s.onInterleavedRequestSent(deadline: Self.L(sent + 50 * Nanos.millisecond))
+        s.onInterleavedRequestSent(now: Self.L(sent))
         #expect(s.nextDeadline?.ns == sent + 50 * Nanos.millisecond)
         #expect(s.expire(now: Self.L(sent + 50 * Nanos.millisecond - 1)).isEmpty)
         #expect(s.expire(now: Self.L(sent + 50 * Nanos.millisecond)).map(\.sample) == [Self.reply])
